@@ -1,0 +1,61 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Kysely } from 'kysely';
+import type { Database, Role } from '../db/types.js';
+import { AppError } from '../errors.js';
+import { hashSecret } from './keys.js';
+
+export interface Principal {
+  orgId: string;
+  orgName: string;
+  keyId: string;
+  keyName: string;
+  role: Role;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+const unauthorized = () => new AppError(401, 'unauthorized', 'Invalid API key');
+
+/** The authenticated caller; only call it on routes behind the auth hook. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw unauthorized();
+  return request.principal;
+}
+
+/** The `api:<key name>` form rows and runs record as their author. */
+export function actorOf(request: FastifyRequest): string {
+  return `api:${principalOf(request).keyName}`;
+}
+
+export function requireAdmin(request: FastifyRequest, need: string): Principal {
+  const principal = principalOf(request);
+  if (principal.role !== 'admin') throw new AppError(403, 'forbidden', `${need} requires an admin API key`);
+  return principal;
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** Resolves `Authorization: Bearer <key>` to a principal for every route under /v1. */
+const authPlugin: FastifyPluginAsync<{ db: Kysely<Database> }> = async (app, { db }) => {
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (request) => {
+    if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    const match = BEARER.exec(request.headers.authorization ?? '');
+    if (!match?.[1]) throw unauthorized();
+    const row = await db
+      .selectFrom('api_keys')
+      .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
+      .select(['api_keys.id', 'api_keys.name', 'api_keys.role', 'api_keys.org_id', 'organizations.name as org_name'])
+      .where('api_keys.key_hash', '=', hashSecret(match[1]))
+      .executeTakeFirst();
+    if (!row) throw unauthorized();
+    request.principal = { orgId: row.org_id, orgName: row.org_name, keyId: row.id, keyName: row.name, role: row.role };
+  });
+};
+
+export default fp(authPlugin, { name: 'auth' });

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+
+const booleanString = z
+  .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
+  .transform((value) => value === 'true' || value === '1');
+
+const retrySchedule = z.string().transform((value, ctx) => {
+  const parts = value.split(',').map((part) => Number(part.trim()));
+  if (parts.length === 0 || parts.some((n) => !Number.isFinite(n) || n < 0)) {
+    ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of non-negative seconds' });
+    return z.NEVER;
+  }
+  return parts;
+});
+
+const positiveNumber = z.coerce.number({ message: 'must be a number' }).positive('must be positive');
+
+const configSchema = z.object({
+  PORT: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')
+    .optional(),
+  DATA_DIR: z.string().min(1).default('./data'),
+  BOOTSTRAP_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  PUBLIC_URL: z.url({ message: 'must be an absolute URL' }).optional(),
+  WEBHOOK_ALLOW_PRIVATE_URLS: booleanString.default(false),
+  MAX_CONCURRENT_RUNS: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1).default(16),
+  EVENT_STREAM_TIMEOUT_SECONDS: positiveNumber.default(1800),
+  WEBHOOK_TIMEOUT_SECONDS: positiveNumber.default(30),
+  WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
+  INSTANCE_LEASE_SECONDS: positiveNumber.default(30),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+type ParsedEnv = z.output<typeof configSchema>;
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  bootstrapApiKey: string | undefined;
+  publicUrl: string;
+  webhookAllowPrivateUrls: boolean;
+  maxConcurrentRuns: number;
+  eventStreamTimeoutSeconds: number;
+  webhookTimeoutSeconds: number;
+  webhookRetrySchedule: number[];
+  instanceLeaseSeconds: number;
+  logLevel: ParsedEnv['LOG_LEVEL'];
+}
+
+export class ConfigError extends Error {}
+
+/** Parses the environment once; throws ConfigError with one line naming the bad variable. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // An empty variable means "not set", as in most shells' `VAR= cmd`.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const result = configSchema.safeParse(present);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const name = issue?.path.join('.') ?? 'environment';
+    throw new ConfigError(`Invalid configuration: ${name} ${issue?.message ?? 'is invalid'}`);
+  }
+  const parsed = result.data;
+  return {
+    port: parsed.PORT,
+    host: parsed.HOST,
+    databaseUrl: parsed.DATABASE_URL,
+    dataDir: parsed.DATA_DIR,
+    bootstrapApiKey: parsed.BOOTSTRAP_API_KEY,
+    publicUrl: (parsed.PUBLIC_URL ?? `http://localhost:${parsed.PORT}`).replace(/\/+$/, ''),
+    webhookAllowPrivateUrls: parsed.WEBHOOK_ALLOW_PRIVATE_URLS,
+    maxConcurrentRuns: parsed.MAX_CONCURRENT_RUNS,
+    eventStreamTimeoutSeconds: parsed.EVENT_STREAM_TIMEOUT_SECONDS,
+    webhookTimeoutSeconds: parsed.WEBHOOK_TIMEOUT_SECONDS,
+    webhookRetrySchedule: parsed.WEBHOOK_RETRY_SCHEDULE,
+    instanceLeaseSeconds: parsed.INSTANCE_LEASE_SECONDS,
+    logLevel: parsed.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,46 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import type { Database } from './types.js';
+
+export type Backend = 'postgres' | 'pglite';
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  backend: Backend;
+  /** Present on PostgreSQL: the pool, for LISTEN/NOTIFY and health checks. */
+  pool?: pg.Pool;
+  /** Present on the embedded database. */
+  pglite?: PGlite;
+  close(): Promise<void>;
+}
+
+// Return int8 (counts) as numbers and keep timestamps as Date; both backends then agree.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export function connectPostgres(url: string, poolSize = 20): DatabaseHandle {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // An idle client that loses its server emits 'error'; without a listener it would crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, backend: 'postgres', pool, close: () => db.destroy() };
+}
+
+/** Embedded PostgreSQL: `dataDir` on disk, or in memory when undefined. */
+export async function connectPglite(options: { dataDir?: string; loadDataDir?: Blob }): Promise<DatabaseHandle> {
+  if (options.dataDir) mkdirSync(path.resolve(options.dataDir), { recursive: true });
+  const pglite = await PGlite.create({
+    dataDir: options.dataDir ? path.resolve(options.dataDir) : undefined,
+    loadDataDir: options.loadDataDir,
+  });
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return { db, backend: 'pglite', pglite, close: () => db.destroy() };
+}
+
+export async function connectDatabase(config: { databaseUrl?: string; dataDir: string }): Promise<DatabaseHandle> {
+  if (config.databaseUrl) return connectPostgres(config.databaseUrl);
+  return connectPglite({ dataDir: path.join(config.dataDir, 'db') });
+}

@@ -1,0 +1,137 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, Environment } from '../db/types.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+const deploymentColumns = [
+  'deployments.id',
+  'deployments.name',
+  'deployments.created_at',
+  'deployments.updated_at',
+  'deployments.production_version_id',
+  'deployments.staging_version_id',
+] as const;
+
+const versionColumns = [
+  'id',
+  'deployment_id',
+  'number',
+  'command',
+  'cwd',
+  'env',
+  'timeout_seconds',
+  'created_at',
+] as const;
+
+/** Deployments with the numbers of their running versions. */
+function selectDeployments(db: Db) {
+  return db
+    .selectFrom('deployments')
+    .leftJoin('deployment_versions as prod', 'prod.id', 'deployments.production_version_id')
+    .leftJoin('deployment_versions as stag', 'stag.id', 'deployments.staging_version_id')
+    .select([...deploymentColumns, 'prod.number as production_number', 'stag.number as staging_number']);
+}
+
+export function findDeployment(db: Db, orgId: string, id: string) {
+  return selectDeployments(db)
+    .where('deployments.org_id', '=', orgId)
+    .where('deployments.id', '=', id)
+    .executeTakeFirst();
+}
+
+export function listDeployments(db: Db, orgId: string, page: { limit: number; offset: number }) {
+  return selectDeployments(db)
+    .where('deployments.org_id', '=', orgId)
+    .orderBy('deployments.created_at', 'desc')
+    .orderBy('deployments.id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export type DeploymentRecord = NonNullable<Awaited<ReturnType<typeof findDeployment>>>;
+
+export function insertDeployment(db: Db, row: { id: string; org_id: string; name: string }) {
+  return db.insertInto('deployments').values(row).execute();
+}
+
+/** Claims the next version number; the row lock serialises concurrent version creation. */
+export async function nextVersionNumber(db: Db, orgId: string, deploymentId: string): Promise<number | undefined> {
+  const row = await db
+    .updateTable('deployments')
+    .set((eb) => ({ version_count: eb('version_count', '+', 1) }))
+    .where('org_id', '=', orgId)
+    .where('id', '=', deploymentId)
+    .returning('version_count')
+    .executeTakeFirst();
+  return row?.version_count;
+}
+
+export function insertVersion(
+  db: Db,
+  row: {
+    id: string;
+    deployment_id: string;
+    number: number;
+    command: string[];
+    cwd: string | null;
+    env: Record<string, string>;
+    timeout_seconds: number | null;
+  },
+) {
+  return db
+    .insertInto('deployment_versions')
+    .values({ ...row, command: JSON.stringify(row.command), env: JSON.stringify(row.env) })
+    .returning(versionColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export function findVersion(db: Db, deploymentId: string, versionId: string) {
+  return db
+    .selectFrom('deployment_versions')
+    .select(versionColumns)
+    .where('deployment_id', '=', deploymentId)
+    .where('id', '=', versionId)
+    .executeTakeFirst();
+}
+
+export function listVersions(db: Db, deploymentId: string, page: { limit: number; offset: number }) {
+  return db
+    .selectFrom('deployment_versions')
+    .select(versionColumns)
+    .where('deployment_id', '=', deploymentId)
+    .orderBy('number', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export function setRunningVersion(db: Db, deploymentId: string, environment: Environment, versionId: string | null) {
+  const column = environment === 'production' ? 'production_version_id' : 'staging_version_id';
+  return db
+    .updateTable('deployments')
+    .set({ [column]: versionId, updated_at: new Date() })
+    .where('id', '=', deploymentId)
+    .execute();
+}
+
+/** The version an environment runs, with what a runner needs; undefined when none is set. */
+export function findRunningVersion(db: Db, orgId: string, deploymentId: string, environment: Environment) {
+  const column = environment === 'production' ? 'deployments.production_version_id' : 'deployments.staging_version_id';
+  return db
+    .selectFrom('deployments')
+    .innerJoin('deployment_versions as v', 'v.id', column)
+    .select(['v.id', 'v.deployment_id', 'v.number', 'v.command', 'v.cwd', 'v.env', 'v.timeout_seconds'])
+    .where('deployments.org_id', '=', orgId)
+    .where('deployments.id', '=', deploymentId)
+    .executeTakeFirst();
+}
+
+export function deploymentExists(db: Db, orgId: string, deploymentId: string) {
+  return db
+    .selectFrom('deployments')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('id', '=', deploymentId)
+    .executeTakeFirst();
+}

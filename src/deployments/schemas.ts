@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { isoDate, paginationQuery } from '../http/pagination.js';
+
+export const environmentSchema = z.enum(['production', 'staging']);
+
+const runningVersion = z.object({ version_id: z.string(), version_number: z.number().int() }).nullable();
+
+export const deploymentSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    environments: z.object({ production: runningVersion, staging: runningVersion }),
+    created_at: isoDate,
+    updated_at: isoDate,
+  })
+  .meta({ id: 'Deployment' });
+
+export const versionSchema = z
+  .object({
+    id: z.string(),
+    deployment_id: z.string(),
+    number: z.number().int(),
+    command: z.array(z.string()),
+    cwd: z.string().nullable(),
+    env_keys: z.array(z.string()).describe('names of the environment variables; values are secrets and never returned'),
+    timeout_seconds: z.number().nullable(),
+    created_at: isoDate,
+  })
+  .meta({ id: 'DeploymentVersion' });
+
+const name = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+
+export const createDeploymentBody = z.strictObject({ name });
+
+export const createVersionBody = z.strictObject({
+  command: z
+    .array(z.string().min(1, 'must not contain empty strings'), { message: 'must be an array of strings' })
+    .min(1, 'must name the program to run')
+    .describe('argv of the runner; started without a shell'),
+  cwd: z
+    .string()
+    .refine((value) => value.startsWith('/'), 'must be an absolute path')
+    .optional()
+    .describe('working folder; default a fresh folder DATA_DIR/runs/<run_id>'),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'keys must be environment variable names'), z.string())
+    .default({}),
+  timeout_seconds: z.number().positive('must be positive').max(604800, 'must be at most 604800 (7 days)').optional(),
+  environment: environmentSchema.optional().describe('make this version the running version of that environment'),
+});
+
+export const promoteBody = z.strictObject({ version_id: z.string().min(1) });
+
+export const deploymentParams = z.object({ id: z.string() });
+export const environmentParams = z.object({ id: z.string(), environment: environmentSchema });
+export const listQuery = z.strictObject(paginationQuery(50));
+
+export type CreateVersionInput = z.output<typeof createVersionBody>;
+export type EnvironmentName = z.output<typeof environmentSchema>;

@@ -1,0 +1,91 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { AppError, type ErrorCode } from '../errors.js';
+import { validationMessage } from './validation-message.js';
+
+const FASTIFY_ERRORS: Record<string, { status: number; code: ErrorCode; message?: string }> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 400,
+    code: 'bad_request',
+    message: 'Content-Type must be application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'bad_request', message: 'Invalid Content-Length' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    status: 400,
+    code: 'bad_request',
+    message: 'Body is empty but Content-Type is application/json',
+  },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'bad_request', message: 'Body is not valid JSON' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large', message: 'Request body is too large' },
+};
+
+const DATABASE_DOWN = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003']);
+
+function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && DATABASE_DOWN.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect/i.test(message);
+}
+
+/** The one place errors become replies: `{ error: { message, code } }`, 5xx details only in the log. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof AppError) {
+      if (error.statusCode >= 500) request.log.error({ err: error }, error.message);
+      return reply.status(error.statusCode).send({ error: { message: error.message, code: error.code } });
+    }
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const message = validationMessage(error.validation, error.validationContext);
+      return reply.status(400).send({ error: { message, code: 'bad_request' } });
+    }
+    const known = error.code ? FASTIFY_ERRORS[error.code] : undefined;
+    if (known) {
+      return reply.status(known.status).send({ error: { message: known.message ?? error.message, code: known.code } });
+    }
+    if (error instanceof SyntaxError) {
+      return reply.status(400).send({ error: { message: 'Body is not valid JSON', code: 'bad_request' } });
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.error({ err: error }, 'database unavailable');
+      return reply
+        .status(503)
+        .send({ error: { message: 'Service unavailable: the database cannot be reached', code: 'unavailable' } });
+    }
+    if (isResponseSerializationError(error)) {
+      request.log.error({ err: error, issues: error.cause.issues }, 'response does not match its schema');
+    } else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+      return reply
+        .status(error.statusCode)
+        .send({ error: { message: error.message, code: codeForStatus(error.statusCode) } });
+    } else {
+      request.log.error({ err: error }, 'unexpected error');
+    }
+    return reply.status(500).send({ error: { message: 'Internal server error', code: 'internal' } });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send({
+      error: { message: `Route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' },
+    });
+  });
+}
+
+function codeForStatus(status: number): ErrorCode {
+  switch (status) {
+    case 401:
+      return 'unauthorized';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not_found';
+    case 409:
+      return 'conflict';
+    case 413:
+      return 'payload_too_large';
+    case 429:
+      return 'rate_limited';
+    default:
+      return 'bad_request';
+  }
+}

@@ -1,0 +1,23 @@
+import { z } from 'zod';
+
+export const errorBodySchema = z
+  .object({
+    error: z.object({
+      message: z.string(),
+      code: z.string(),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+/** Error responses every authenticated route can give; spread into a route's `response`. */
+export const commonErrors = {
+  400: errorBodySchema,
+  401: errorBodySchema,
+  403: errorBodySchema,
+  404: errorBodySchema,
+  413: errorBodySchema,
+  503: errorBodySchema,
+  500: errorBodySchema,
+} as const;
+
+export const conflictError = { 409: errorBodySchema } as const;

@@ -1,0 +1,52 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { connectPglite } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { adminUrl, withDatabase } from './postgres-url.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    testDatabase: { kind: 'pglite'; dumpPath: string } | { kind: 'postgres'; url: string; template: string };
+  }
+}
+
+/**
+ * Migrates one database for the whole run; each test file then copies it, which is far
+ * faster than migrating per file: PGlite loads a dump, PostgreSQL clones a template database.
+ */
+export default async function setup(project: TestProject) {
+  const url = process.env.TEST_DATABASE_URL;
+  if (url) {
+    const template = `crewd_tpl_${process.pid}_${Date.now()}`;
+    const client = new pg.Client({ connectionString: adminUrl(url) });
+    await client.connect();
+    await client.query(`create database ${template}`);
+    const { connectPostgres } = await import('../../src/db/connect.js');
+    const handle = connectPostgres(withDatabase(url, template), 2);
+    await migrateToLatest(handle.db);
+    await handle.close();
+    project.provide('testDatabase', { kind: 'postgres', url, template });
+    return async () => {
+      await client.query(`drop database if exists ${template} with (force)`);
+      await client.end();
+    };
+  }
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'crewd-test-'));
+  const handle = await connectPglite({});
+  await migrateToLatest(handle.db);
+  const dump = await dumpPglite(handle);
+  const dumpPath = path.join(dir, 'migrated.tar.gz');
+  writeFileSync(dumpPath, Buffer.from(await dump.arrayBuffer()));
+  await handle.close();
+  project.provide('testDatabase', { kind: 'pglite', dumpPath });
+  return () => rmSync(dir, { recursive: true, force: true });
+}
+
+async function dumpPglite(handle: Awaited<ReturnType<typeof connectPglite>>): Promise<Blob> {
+  if (!handle.pglite) throw new Error('expected an embedded database');
+  return handle.pglite.dumpDataDir('gzip');
+}
