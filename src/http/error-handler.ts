@@ -36,7 +36,16 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.status(error.statusCode).send({ error: { message: error.message, code: error.code } });
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
-      const message = validationMessage(error.validation, error.validationContext);
+      const context = error.validationContext;
+      const source =
+        context === 'body'
+          ? request.body
+          : context === 'querystring'
+            ? request.query
+            : context === 'params'
+              ? request.params
+              : request.headers;
+      const message = validationMessage(error.validation, context, source);
       return reply.status(400).send({ error: { message, code: 'bad_request' } });
     }
     const known = error.code ? FASTIFY_ERRORS[error.code] : undefined;

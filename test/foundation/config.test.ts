@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('configuration', () => {
+  it('has the defaults of CONTRACTS §1', () => {
+    const config = loadConfig({});
+    expect(config).toEqual({
+      port: 8080,
+      host: '0.0.0.0',
+      databaseUrl: undefined,
+      dataDir: './data',
+      bootstrapApiKey: undefined,
+      publicUrl: 'http://localhost:8080',
+      webhookAllowPrivateUrls: false,
+      maxConcurrentRuns: 16,
+      eventStreamTimeoutSeconds: 1800,
+      webhookTimeoutSeconds: 30,
+      webhookRetrySchedule: [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400],
+      instanceLeaseSeconds: 30,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      HOST: '127.0.0.1',
+      DATABASE_URL: 'postgres://u@db:5432/crewd',
+      DATA_DIR: '/var/lib/crewd',
+      BOOTSTRAP_API_KEY: 'a-very-long-secret-key',
+      PUBLIC_URL: 'https://crewd.example.com/',
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      MAX_CONCURRENT_RUNS: '4',
+      EVENT_STREAM_TIMEOUT_SECONDS: '60',
+      WEBHOOK_TIMEOUT_SECONDS: '5',
+      WEBHOOK_RETRY_SCHEDULE: '1, 2,3',
+      INSTANCE_LEASE_SECONDS: '10',
+      LOG_LEVEL: 'debug',
+    });
+    expect(config.port).toBe(9000);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.databaseUrl).toBe('postgres://u@db:5432/crewd');
+    expect(config.dataDir).toBe('/var/lib/crewd');
+    expect(config.bootstrapApiKey).toBe('a-very-long-secret-key');
+    expect(config.publicUrl).toBe('https://crewd.example.com');
+    expect(config.webhookAllowPrivateUrls).toBe(true);
+    expect(config.maxConcurrentRuns).toBe(4);
+    expect(config.eventStreamTimeoutSeconds).toBe(60);
+    expect(config.webhookTimeoutSeconds).toBe(5);
+    expect(config.webhookRetrySchedule).toEqual([1, 2, 3]);
+    expect(config.instanceLeaseSeconds).toBe(10);
+    expect(config.logLevel).toBe('debug');
+  });
+
+  it('derives PUBLIC_URL from PORT', () => {
+    expect(loadConfig({ PORT: '3000' }).publicUrl).toBe('http://localhost:3000');
+  });
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['BOOTSTRAP_API_KEY', 'short'],
+    ['PUBLIC_URL', 'not a url'],
+    ['WEBHOOK_ALLOW_PRIVATE_URLS', 'yes please'],
+    ['MAX_CONCURRENT_RUNS', '0'],
+    ['EVENT_STREAM_TIMEOUT_SECONDS', '-1'],
+    ['WEBHOOK_TIMEOUT_SECONDS', 'soon'],
+    ['WEBHOOK_RETRY_SCHEDULE', '5,x,10'],
+    ['INSTANCE_LEASE_SECONDS', '0'],
+    ['LOG_LEVEL', 'loud'],
+  ])('refuses a bad %s with one line naming it', (name, value) => {
+    let error: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain(name);
+    expect(message).not.toContain('\n');
+  });
+});
