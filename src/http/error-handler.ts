@@ -28,6 +28,12 @@ function isDatabaseUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect/i.test(message);
 }
 
+/** SQLSTATE class 22 (data exception): a NUL byte in a path or query value, a number out of range… */
+function isInvalidValueForDatabase(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
+}
+
 /** The one place errors become replies: `{ error: { message, code } }`, 5xx details only in the log. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -54,6 +60,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (error instanceof SyntaxError) {
       return reply.status(400).send({ error: { message: 'Body is not valid JSON', code: 'bad_request' } });
+    }
+    if (isInvalidValueForDatabase(error)) {
+      return reply
+        .status(400)
+        .send({ error: { message: `A value in the request cannot be stored: ${error.message}`, code: 'bad_request' } });
     }
     if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable');

@@ -4,17 +4,27 @@ import { AppError } from '../errors.js';
 /** Deepest nesting of arrays and objects a body may have. */
 export const MAX_JSON_DEPTH = 64;
 
-function depthExceeds(value: unknown, limit: number): boolean {
+/** Why a parsed body cannot be stored, or null: too deep, or a NUL character PostgreSQL text cannot hold. */
+function bodyProblem(value: unknown, limit: number): string | null {
   // Iterative, so a hostile body cannot overflow the stack.
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop() as [unknown, number];
+    if (typeof current === 'string') {
+      if (current.includes('\u0000')) return NUL_MESSAGE;
+      continue;
+    }
     if (current === null || typeof current !== 'object') continue;
-    if (depth > limit) return true;
-    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+    if (depth > limit) return `Body is nested deeper than ${limit} levels`;
+    for (const [key, child] of Object.entries(current)) {
+      if (key.includes('\u0000')) return NUL_MESSAGE;
+      stack.push([child, depth + 1]);
+    }
   }
-  return false;
+  return null;
 }
+
+const NUL_MESSAGE = 'Body contains the NUL character (\\u0000), which cannot be stored';
 
 /**
  * JSON bodies only. JSON.parse makes `__proto__` an own property rather than a prototype,
@@ -35,8 +45,9 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       done(new AppError(400, 'bad_request', 'Body is not valid JSON'), undefined);
       return;
     }
-    if (depthExceeds(parsed, MAX_JSON_DEPTH)) {
-      done(new AppError(400, 'bad_request', `Body is nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    const problem = bodyProblem(parsed, MAX_JSON_DEPTH);
+    if (problem) {
+      done(new AppError(400, 'bad_request', problem), undefined);
       return;
     }
     done(null, parsed);
