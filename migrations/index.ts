@@ -1,7 +1,15 @@
 import type { Migration } from 'kysely';
 import * as foundation from './20261121_0001_foundation.js';
+import * as tables from './20261121_0002_tables.js';
+import * as runs from './20261121_0003_runs.js';
+import * as webhooks from './20261121_0004_webhooks.js';
+import * as threads from './20261121_0005_threads.js';
 
 /** Every migration, in order. A landed migration is frozen: changes go into a new file. */
 export const migrations: Record<string, Migration> = {
   '20261121_0001_foundation': foundation,
+  '20261121_0002_tables': tables,
+  '20261121_0003_runs': runs,
+  '20261121_0004_webhooks': webhooks,
+  '20261121_0005_threads': threads,
 };

@@ -32,6 +32,9 @@ const configSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
   INSTANCE_LEASE_SECONDS: positiveNumber.default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).default(0),
+  // The one variable of the service's own environment that runners get (CONTRACTS §6).
+  PATH: z.string().optional(),
 });
 
 type ParsedEnv = z.output<typeof configSchema>;
@@ -50,6 +53,10 @@ export interface Config {
   webhookRetrySchedule: number[];
   instanceLeaseSeconds: number;
   logLevel: ParsedEnv['LOG_LEVEL'];
+  /** Requests one API key may make per minute on one instance; 0 turns the limit off. */
+  rateLimitPerMinute: number;
+  /** PATH handed to runner processes; unset: the supervisor's default system PATH. */
+  runnerPath: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -79,5 +86,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookRetrySchedule: parsed.WEBHOOK_RETRY_SCHEDULE,
     instanceLeaseSeconds: parsed.INSTANCE_LEASE_SECONDS,
     logLevel: parsed.LOG_LEVEL,
+    rateLimitPerMinute: parsed.RATE_LIMIT_PER_MINUTE,
+    runnerPath: parsed.PATH,
   };
 }

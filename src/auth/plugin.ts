@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Database, Role } from '../db/types.js';
 import { AppError } from '../errors.js';
 import { hashSecret } from './keys.js';
+import { createRateLimiter } from './rate-limit.js';
 
 export interface Principal {
   orgId: string;
@@ -41,9 +42,13 @@ export function requireAdmin(request: FastifyRequest, need: string): Principal {
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /** Resolves `Authorization: Bearer <key>` to a principal for every route under /v1. */
-const authPlugin: FastifyPluginAsync<{ db: Kysely<Database> }> = async (app, { db }) => {
+const authPlugin: FastifyPluginAsync<{ db: Kysely<Database>; rateLimitPerMinute: number }> = async (
+  app,
+  { db, rateLimitPerMinute },
+) => {
+  const limiter = rateLimitPerMinute > 0 ? createRateLimiter(rateLimitPerMinute) : null;
   app.decorateRequest('principal', null);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
     const match = BEARER.exec(request.headers.authorization ?? '');
     if (!match?.[1]) throw unauthorized();
@@ -55,6 +60,11 @@ const authPlugin: FastifyPluginAsync<{ db: Kysely<Database> }> = async (app, { d
       .executeTakeFirst();
     if (!row) throw unauthorized();
     request.principal = { orgId: row.org_id, orgName: row.org_name, keyId: row.id, keyName: row.name, role: row.role };
+    const waitSeconds = limiter?.take(row.id) ?? 0;
+    if (waitSeconds > 0) {
+      reply.header('retry-after', String(waitSeconds));
+      throw new AppError(429, 'rate_limited', `Rate limit of ${rateLimitPerMinute} requests per minute exceeded`);
+    }
   });
 };
 

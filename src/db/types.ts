@@ -1,4 +1,13 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../runs/db-types.js';
+import type { TableCatalogTable } from '../tables/db-types.js';
+import type { ThreadCheckpointsTable, ThreadsTable } from '../threads/db-types.js';
+import type {
+  IncomingWebhooksTable,
+  WebhookDeliveriesTable,
+  WebhookDeliveryAttemptsTable,
+  WebhooksTable,
+} from '../webhooks/db-types.js';
 
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -45,10 +54,21 @@ export interface DeploymentVersionsTable {
 }
 
 export interface Database {
+  instances: InstancesTable;
+  runs: RunsTable;
+  run_events: RunEventsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  threads: ThreadsTable;
+  thread_checkpoints: ThreadCheckpointsTable;
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
   deployments: DeploymentsTable;
   deployment_versions: DeploymentVersionsTable;
+  tables: TableCatalogTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_delivery_attempts: WebhookDeliveryAttemptsTable;
+  incoming_webhooks: IncomingWebhooksTable;
 }
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;

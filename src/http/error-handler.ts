@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { AppError, type ErrorCode } from '../errors.js';
 import { validationMessage } from './validation-message.js';
@@ -26,6 +26,17 @@ function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof code === 'string' && DATABASE_DOWN.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
   return /Connection terminated|timeout exceeded when trying to connect/i.test(message);
+}
+
+export const MAX_PATH_PARAM_LENGTH = 200;
+
+/** Errors the router raises before any route runs: a malformed URL component or an over-long path parameter. */
+export function frameworkErrorReply(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const message =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`
+      : 'The URL has a malformed component';
+  reply.status(400).send({ error: { message, code: 'bad_request' } });
 }
 
 /** SQLSTATE class 22 (data exception): a NUL byte in a path or query value, a number out of range… */

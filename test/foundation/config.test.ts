@@ -18,6 +18,7 @@ describe('configuration', () => {
       webhookRetrySchedule: [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400],
       instanceLeaseSeconds: 30,
       logLevel: 'info',
+      rateLimitPerMinute: 0,
     });
   });
 
@@ -50,6 +51,7 @@ describe('configuration', () => {
     expect(config.webhookRetrySchedule).toEqual([1, 2, 3]);
     expect(config.instanceLeaseSeconds).toBe(10);
     expect(config.logLevel).toBe('debug');
+    expect(config.rateLimitPerMinute).toBe(0);
   });
 
   it('derives PUBLIC_URL from PORT', () => {

@@ -89,7 +89,9 @@ describe('the server process without BOOTSTRAP_API_KEY', () => {
   it('generates an admin key, prints it once, and it works', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-server-'));
     const database = process.env.TEST_DATABASE_URL ? await createTestDatabase() : undefined;
-    const env = database ? { DATABASE_URL: database.url as string, DATA_DIR: dataDir } : { DATA_DIR: dataDir };
+    const env: Record<string, string> = database
+      ? { DATABASE_URL: database.url as string, DATA_DIR: dataDir }
+      : { DATA_DIR: dataDir };
     try {
       const first = await startServer(env);
       const match = /(crewd_[0-9a-z]{40})/.exec(first.output());

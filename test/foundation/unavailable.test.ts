@@ -21,7 +21,11 @@ describe('database unreachable', () => {
   });
 
   it('answers 503 unavailable on API routes and /readyz, while /healthz still answers', async () => {
-    const api = await app.inject({ method: 'GET', url: '/v1/deployments', headers: { authorization: 'Bearer crewd_x' } });
+    const api = await app.inject({
+      method: 'GET',
+      url: '/v1/deployments',
+      headers: { authorization: 'Bearer crewd_x' },
+    });
     expect(api.statusCode).toBe(503);
     expect(api.json()).toEqual({
       error: { message: 'Service unavailable: the database cannot be reached', code: 'unavailable' },

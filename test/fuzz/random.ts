@@ -33,6 +33,7 @@ const ODD_STRINGS = [
   '../../etc/passwd',
   '%00',
   '%',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a log-injection probe, meant literally
   '${jndi:ldap://x}',
   '<script>alert(1)</script>',
   'x'.repeat(5000),
@@ -76,7 +77,12 @@ export function oddObject(random: Random, depth = 0): Record<string, unknown> {
   const out: Record<string, unknown> = Object.create(null);
   const count = random.int(5);
   for (let i = 0; i < count; i += 1) {
-    Object.defineProperty(out, random.pick(ODD_STRINGS), { value: oddValue(random, depth), enumerable: true });
+    Object.defineProperty(out, random.pick(ODD_STRINGS), {
+      value: oddValue(random, depth),
+      enumerable: true,
+      configurable: true,
+      writable: true,
+    });
   }
   return out;
 }

@@ -1,0 +1,402 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WebSocket } from 'undici';
+import { createScratchDatabase } from './lib/database.js';
+import { median, percentile, printFigure } from './lib/figures.js';
+
+/*
+ * `npm run bench -- runs`: the run path end to end on PostgreSQL, each figure against a baseline
+ * measured in the same run. crewd runs as its own process (src/server.ts), so its memory can be
+ * read alone; this process is the client, over real sockets.
+ */
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const CREWS = path.join(ROOT, 'examples/crews');
+const KEY = 'bench-runs-admin-key-0123456789';
+const now = () => performance.timeOrigin + performance.now();
+const RUNNER_VARS = ['CREWD_RUN_ID', 'CREWD_DEPLOYMENT_ID', 'CREWD_VERSION_ID', 'CREWD_THREAD_ID'];
+
+interface Server {
+  child: ChildProcess;
+  base: string;
+  port: number;
+  rssKb(): number;
+  /** A full garbage collection in the server (through its inspector), so RSS shows what is kept. */
+  collectGarbage(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function startServer(databaseUrl: string, dataDir: string): Promise<Server> {
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const child = spawn(process.execPath, [`--inspect=127.0.0.1:${inspectorPort}`, '--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: dataDir,
+      BOOTSTRAP_API_KEY: KEY,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      MAX_CONCURRENT_RUNS: '16',
+    },
+    // The inspector's banner goes to stderr; only real errors are worth showing.
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    const text = chunk.toString();
+    if (!/Debugger listening|For help, see|Debugger attached|Waiting for the debugger/.test(text))
+      process.stderr.write(text);
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${base}/readyz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (i > 600) throw new Error('crewd did not start');
+    await sleep(50);
+  }
+  return {
+    child,
+    base,
+    port,
+    rssKb() {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+    },
+    async collectGarbage() {
+      const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json()) as Array<{
+        webSocketDebuggerUrl: string;
+      }>;
+      const socket = new WebSocket(targets[0]?.webSocketDebuggerUrl as string);
+      await new Promise((resolve, reject) => {
+        socket.onopen = resolve;
+        socket.onerror = reject;
+      });
+      await new Promise<void>((resolve) => {
+        socket.onmessage = () => resolve();
+        socket.send(JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' }));
+      });
+      socket.close();
+      await sleep(200);
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** One JSON request over a kept-alive socket. */
+// biome-ignore lint/suspicious/noExplicitAny: replies of a few known shapes, read field by field
+function request(server: Server, method: string, url: string, body?: unknown): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        method,
+        path: url,
+        agent,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          if ((res.statusCode ?? 500) >= 400) reject(new Error(`${method} ${url}: ${res.statusCode} ${text}`));
+          else resolve(JSON.parse(text));
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/**
+ * Follows a run's event stream until it ends; `onData` sees each `data:` payload (as text) with
+ * the time it arrived. A lean parser, so a thousand of these in one process stay cheap.
+ */
+function follow(
+  server: Server,
+  runId: string,
+  onData: (data: string, arrivedAt: number) => void,
+  options: { agent?: http.Agent; onOpen?: () => void } = {},
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: `/v1/runs/${runId}/events`,
+        agent: options.agent ?? agent,
+        headers: { authorization: `Bearer ${KEY}`, accept: 'text/event-stream' },
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          reject(new Error(`stream ${runId}: ${res.statusCode}`));
+          res.resume();
+          return;
+        }
+        options.onOpen?.();
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          const arrivedAt = now();
+          buffer += chunk;
+          let end = buffer.indexOf('\n\n');
+          while (end !== -1) {
+            const frame = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const at = frame.indexOf('data: ');
+            if (at !== -1) onData(frame.slice(at + 6), arrivedAt);
+            end = buffer.indexOf('\n\n');
+          }
+        });
+        res.on('end', () => resolve());
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
+async function deployCrew(server: Server, file: string): Promise<string> {
+  const deployment = await request(server, 'POST', '/v1/deployments', { name: file });
+  await request(server, 'POST', `/v1/deployments/${deployment.id}/versions`, {
+    command: [process.execPath, path.join(CREWS, file)],
+    environment: 'production',
+  });
+  return deployment.id;
+}
+
+/** The baseline: the same command spawned straight from Node, input on stdin, until it exits. */
+function spawnCrew(file: string, input: Record<string, unknown>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // The environment a runner gets (not this process's, which carries tsx in NODE_OPTIONS).
+    const env = { PATH: process.env.PATH ?? '', ...Object.fromEntries(RUNNER_VARS.map((name) => [name, 'baseline'])) };
+    const child = spawn(process.execPath, [path.join(CREWS, file)], { stdio: ['pipe', 'pipe', 'pipe'], env });
+    child.stdout.resume();
+    child.stderr.resume();
+    child.once('error', reject);
+    child.once('close', () => resolve());
+    child.stdin.end(JSON.stringify({ run_id: 'baseline', input, thread: null }));
+  });
+}
+
+async function runToComplete(server: Server, deploymentId: string, input: Record<string, unknown>): Promise<void> {
+  const created = await request(server, 'POST', '/v1/runs', { deployment_id: deploymentId, input });
+  let complete = false;
+  await follow(server, created.run_id, (data) => {
+    if (data.startsWith('{"type":"complete"')) complete = true;
+  });
+  if (!complete) throw new Error(`run ${created.run_id} ended without complete`);
+}
+
+async function inParallel(total: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < total) await task(next++);
+    }),
+  );
+}
+
+async function latency(server: Server, trivial: string): Promise<void> {
+  const input = { question: 'bench' };
+  for (let i = 0; i < 10; i++) {
+    await runToComplete(server, trivial, input);
+    await spawnCrew('trivial.mjs', input);
+  }
+  const api: number[] = [];
+  const direct: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    let start = now();
+    await runToComplete(server, trivial, input);
+    api.push(now() - start);
+    start = now();
+    await spawnCrew('trivial.mjs', input);
+    direct.push(now() - start);
+  }
+  printFigure('run latency, POST to complete, median', median(api), 'ms');
+  printFigure('run latency baseline, direct spawn to exit, median', median(direct), 'ms');
+  printFigure('run latency ratio (API ÷ direct spawn)', median(api) / median(direct), 'x', { op: '<=', target: 1.3 });
+}
+
+async function throughput(server: Server, trivial: string): Promise<void> {
+  const input = { question: 'bench' };
+  // Three rounds of 100, API and direct spawns in turn, so a change in the machine's load hits both alike.
+  let apiMs = 0;
+  let directMs = 0;
+  for (let round = 0; round < 3; round++) {
+    let start = now();
+    await inParallel(100, 8, () => runToComplete(server, trivial, input));
+    apiMs += now() - start;
+    start = now();
+    await inParallel(100, 8, () => spawnCrew('trivial.mjs', input));
+    directMs += now() - start;
+  }
+  printFigure('throughput, 300 runs 8 at a time through the API', (300 / apiMs) * 1000, 'runs/s');
+  printFigure('throughput baseline, 300 direct spawns 8 at a time', (300 / directMs) * 1000, 'runs/s');
+  printFigure('throughput ratio (API ÷ direct spawn)', directMs / apiMs, 'x', { op: '>=', target: 0.8 });
+}
+
+async function relay(server: Server, timed: string): Promise<void> {
+  const created = await request(server, 'POST', '/v1/runs', {
+    deployment_id: timed,
+    input: { count: 1000, interval_ms: 2, start_delay_ms: 200 },
+  });
+  const delays: number[] = [];
+  await follow(server, created.run_id, (data, arrivedAt) => {
+    if (!data.startsWith('{"type":"tick"')) return;
+    const t = Number(/"t":([\d.]+)/.exec(data)?.[1]);
+    delays.push(arrivedAt - t);
+  });
+  if (delays.length !== 1000) throw new Error(`relay: got ${delays.length} of 1000 events`);
+  printFigure('relay latency p50 (runner write to SSE client)', percentile(delays, 50), 'ms');
+  printFigure('relay latency p99 (runner write to SSE client)', percentile(delays, 99), 'ms', { op: '<=', target: 5 });
+}
+
+async function crewDuration(server: Server, runId: string): Promise<number> {
+  for (;;) {
+    const run = await request(server, 'GET', `/v1/runs/${runId}`);
+    if (run.status === 'succeeded') return run.output.elapsed_ms as number;
+    if (run.status !== 'running' && run.status !== 'pending') throw new Error(`run ${runId} ${run.status}`);
+    await sleep(100);
+  }
+}
+
+async function fanOut(server: Server, timed: string): Promise<void> {
+  const CLIENTS = 1000;
+  const EVENTS = 1000;
+  const input = { count: EVENTS, interval_ms: 10 };
+
+  // The crew alone, nobody watching.
+  const alone = await request(server, 'POST', '/v1/runs', { deployment_id: timed, input });
+  const aloneMs = await crewDuration(server, alone.run_id);
+
+  await server.collectGarbage();
+  const rssBefore = server.rssKb();
+  const created = await request(server, 'POST', '/v1/runs', {
+    deployment_id: timed,
+    input: { ...input, start_delay_ms: 6000 },
+  });
+  const streamAgent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
+  const delays = new Float64Array(CLIENTS * EVENTS);
+  let received = 0;
+  let outOfOrder = 0;
+  let completes = 0;
+  let opened = 0;
+  let rssOpen = 0;
+  const streams: Promise<void>[] = [];
+  for (let c = 0; c < CLIENTS; c++) {
+    let expected = 1;
+    streams.push(
+      follow(
+        server,
+        created.run_id,
+        (data, arrivedAt) => {
+          if (data.startsWith('{"type":"tick"')) {
+            const match = /"i":(\d+),"t":([\d.]+)/.exec(data);
+            const i = Number(match?.[1]);
+            if (i !== expected) outOfOrder++;
+            expected = i + 1;
+            delays[received++] = arrivedAt - Number(match?.[2]);
+          } else if (data.startsWith('{"type":"complete"')) {
+            completes++;
+            if (expected !== EVENTS + 1) outOfOrder++;
+          }
+        },
+        {
+          agent: streamAgent,
+          onOpen: () => {
+            opened++;
+          },
+        },
+      ),
+    );
+    if (c % 100 === 99) await sleep(50);
+  }
+  while (opened < CLIENTS) await sleep(20);
+  await server.collectGarbage();
+  rssOpen = server.rssKb();
+  await Promise.all(streams);
+  const watchedMs = await crewDuration(server, created.run_id);
+  await sleep(1000);
+  await server.collectGarbage();
+  const rssAfter = server.rssKb();
+
+  if (completes !== CLIENTS) throw new Error(`fan-out: ${completes} of ${CLIENTS} streams completed`);
+  const all = Array.from(delays.subarray(0, received));
+  printFigure('fan-out events delivered (1000 clients x 1000 events)', received, 'events', {
+    op: '=',
+    target: CLIENTS * EVENTS,
+  });
+  printFigure('fan-out events out of order or missing', outOfOrder, 'events', { op: '=', target: 0 });
+  printFigure('fan-out latency p50', percentile(all, 50), 'ms');
+  printFigure('fan-out latency p99', percentile(all, 99), 'ms', { op: '<=', target: 100 });
+  printFigure('fan-out crew duration, no client', aloneMs, 'ms');
+  printFigure('fan-out crew duration, 1000 clients', watchedMs, 'ms');
+  printFigure('fan-out crew slowdown (1000 clients ÷ none)', watchedMs / aloneMs, 'x', { op: '<=', target: 1.2 });
+  printFigure('fan-out memory per open stream (RSS growth ÷ streams)', (rssOpen - rssBefore) / CLIENTS, 'KB', {
+    op: '<=',
+    target: 50,
+  });
+  printFigure(
+    'fan-out memory kept after the streams closed (RSS growth ÷ streams)',
+    (rssAfter - rssBefore) / CLIENTS,
+    'KB',
+    {
+      op: '<=',
+      target: 10,
+    },
+  );
+  streamAgent.destroy();
+}
+
+export async function run(): Promise<void> {
+  const scratch = await createScratchDatabase();
+  const dataDir = path.join(tmpdir(), `crewd-bench-runs-${process.pid}`);
+  let server: Server | null = null;
+  try {
+    server = await startServer(scratch.url, dataDir);
+    const trivial = await deployCrew(server, 'trivial.mjs');
+    const timed = await deployCrew(server, 'timed-events.mjs');
+    await latency(server, trivial);
+    await throughput(server, trivial);
+    await relay(server, timed);
+    await fanOut(server, timed);
+  } finally {
+    agent.destroy();
+    await server?.stop();
+    await scratch.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,52 @@
+import type { LiveEvent, LiveListener, LiveRunState, LiveSubscription, RunEventFeed } from './types.js';
+
+export interface LocalEventBus extends RunEventFeed {
+  publish(runId: string, event: LiveEvent): void;
+  /** Tells new subscribers about runs going on here (the supervisor owns them). */
+  setLiveSource(source: (runId: string) => LiveRunState | null): void;
+  listenerCount(runId: string): number;
+}
+
+/** In-process fan-out of run events; publishing never waits on a listener. */
+export function createLocalEventBus(): LocalEventBus {
+  const listeners = new Map<string, Set<LiveListener>>();
+  let liveSource: (runId: string) => LiveRunState | null = () => null;
+
+  return {
+    subscribe(runId: string, listener: LiveListener): LiveSubscription {
+      let set = listeners.get(runId);
+      if (!set) {
+        set = new Set();
+        listeners.set(runId, set);
+      }
+      set.add(listener);
+      return {
+        live: liveSource(runId),
+        close() {
+          const current = listeners.get(runId);
+          if (!current) return;
+          current.delete(listener);
+          if (current.size === 0) listeners.delete(runId);
+        },
+      };
+    },
+
+    publish(runId: string, event: LiveEvent) {
+      const set = listeners.get(runId);
+      if (!set) return;
+      for (const listener of set) {
+        try {
+          listener(event);
+        } catch {
+          // A broken stream must not keep the event from the others.
+        }
+      }
+    },
+
+    setLiveSource(source) {
+      liveSource = source;
+    },
+
+    listenerCount: (runId: string) => listeners.get(runId)?.size ?? 0,
+  };
+}

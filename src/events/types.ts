@@ -1,0 +1,42 @@
+import type { TerminalRunStatus } from '../runs/types.js';
+
+/** How a run ended, carried by its final event so streams can send `complete` without a query. */
+export interface RunEnd {
+  status: TerminalRunStatus;
+  output: Record<string, unknown> | null;
+  error: string | null;
+}
+
+/** One event of a run as streams send it: `json` is the `{type, data}` object, serialised once for every client. */
+export interface LiveEvent {
+  seq: number;
+  json: string;
+  /** Present on the run's final event. */
+  end?: RunEnd;
+  /** The encoded SSE frame, made by the first stream that sends the event and shared by the rest. */
+  frame?: Buffer;
+}
+
+export type LiveListener = (event: LiveEvent) => void;
+
+/** What the feed knows of a run going on right now, so a stream need not read it from the store. */
+export interface LiveRunState {
+  orgId: string;
+  /** The run's recent events, stored or not, in order; may overlap what the store returns. */
+  backlog: LiveEvent[];
+}
+
+export interface LiveSubscription {
+  /** The run as it is going on here, or null when the feed does not run it (read the store). */
+  live: LiveRunState | null;
+  close(): void;
+}
+
+/**
+ * Where streams get a run's events live. The in-process bus serves runs of this instance;
+ * a PostgreSQL LISTEN/NOTIFY feed can implement the same shape for runs of other instances.
+ */
+export interface RunEventFeed {
+  /** Null when this feed cannot deliver the run's events (streams then fall back to polling). */
+  subscribe(runId: string, listener: LiveListener): LiveSubscription | null;
+}

@@ -1,0 +1,52 @@
+import type { ColumnType } from 'kysely';
+import type { Environment } from '../db/types.js';
+import type { RunStatus } from './types.js';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+type Json<T> = ColumnType<T, string, string>;
+type NullableJson<T> = ColumnType<T | null, string | null | undefined, string | null>;
+
+export interface InstancesTable {
+  id: string;
+  /** Stable across restarts of the same installation, so a restart recognises its own lost runs. */
+  name: string;
+  started_at: Timestamp;
+  heartbeat_at: Timestamp;
+  expires_at: Timestamp;
+  stopped_at: NullableTimestamp;
+}
+
+export interface RunsTable {
+  id: string;
+  org_id: string;
+  deployment_id: string;
+  version_id: string;
+  environment: Environment;
+  thread_id: string | null;
+  status: RunStatus;
+  input: Json<Record<string, unknown>>;
+  output: NullableJson<Record<string, unknown>>;
+  error_message: string | null;
+  instance_id: string | null;
+  created_at: Timestamp;
+  started_at: NullableTimestamp;
+  completed_at: NullableTimestamp;
+}
+
+export interface RunEventsTable {
+  run_id: string;
+  seq: number;
+  type: string;
+  data: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+}
+
+export interface IdempotencyKeysTable {
+  org_id: string;
+  scope: string;
+  key: string;
+  request_hash: string;
+  response: NullableJson<Record<string, unknown>>;
+  created_at: Timestamp;
+}

@@ -1,0 +1,3 @@
+import { notFound } from '../errors.js';
+
+export const runNotFound = () => notFound('Run not found');

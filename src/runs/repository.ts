@@ -1,0 +1,277 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Database, Environment } from '../db/types.js';
+import type { RunStatus } from './types.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export const runColumns = [
+  'runs.id',
+  'runs.org_id',
+  'runs.deployment_id',
+  'runs.version_id',
+  'runs.environment',
+  'runs.thread_id',
+  'runs.status',
+  'runs.input',
+  'runs.output',
+  'runs.error_message',
+  'runs.instance_id',
+  'runs.created_at',
+  'runs.started_at',
+  'runs.completed_at',
+] as const;
+
+export interface NewRun {
+  id: string;
+  org_id: string;
+  deployment_id: string;
+  version_id: string;
+  environment: Environment;
+  thread_id: string | null;
+  status: 'pending' | 'running';
+  input: Record<string, unknown>;
+  instance_id: string | null;
+  created_at: Date;
+  started_at: Date | null;
+}
+
+export function insertRun(db: Db, run: NewRun) {
+  return db
+    .insertInto('runs')
+    .values({ ...run, input: JSON.stringify(run.input) })
+    .returning(['created_at'])
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Inserts a run of the deployment's running version for its environment and returns that
+ * version (what a runner needs); undefined, inserting nothing, when there is none.
+ */
+export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'version_id'>) {
+  const running = run.environment === 'production' ? 'd.production_version_id' : 'd.staging_version_id';
+  return db
+    .with('v', (qb) =>
+      qb
+        .selectFrom('deployments as d')
+        .innerJoin('deployment_versions as ver', 'ver.id', running)
+        .select(['ver.id', 'ver.number', 'ver.command', 'ver.cwd', 'ver.env', 'ver.timeout_seconds'])
+        .where('d.org_id', '=', run.org_id)
+        .where('d.id', '=', run.deployment_id),
+    )
+    .with('inserted', (qb) =>
+      qb
+        .insertInto('runs')
+        .columns([
+          'id',
+          'org_id',
+          'deployment_id',
+          'version_id',
+          'environment',
+          'thread_id',
+          'status',
+          'input',
+          'instance_id',
+          'created_at',
+          'started_at',
+        ])
+        .expression((eb) =>
+          eb
+            .selectFrom('v')
+            .select([
+              sql<string>`${run.id}::text`.as('id'),
+              sql<string>`${run.org_id}::text`.as('org_id'),
+              sql<string>`${run.deployment_id}::text`.as('deployment_id'),
+              'v.id as version_id',
+              sql<string>`${run.environment}::text`.as('environment'),
+              sql<string | null>`${run.thread_id}::text`.as('thread_id'),
+              sql<string>`${run.status}::text`.as('status'),
+              sql<string>`${JSON.stringify(run.input)}::jsonb`.as('input'),
+              sql<string | null>`${run.instance_id}::text`.as('instance_id'),
+              sql<Date>`${run.created_at}::timestamptz`.as('created_at'),
+              sql<Date | null>`${run.started_at}::timestamptz`.as('started_at'),
+            ]),
+        )
+        .returning('id'),
+    )
+    .selectFrom('v')
+    .selectAll('v')
+    .executeTakeFirst();
+}
+
+export function findRun(db: Db, orgId: string, id: string) {
+  return db.selectFrom('runs').select(runColumns).where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+export type RunRecord = NonNullable<Awaited<ReturnType<typeof findRun>>>;
+
+export function findRunById(db: Db, id: string) {
+  return db.selectFrom('runs').select(runColumns).where('id', '=', id).executeTakeFirst();
+}
+
+export interface RunFilter {
+  deployment_id?: string | undefined;
+  thread_id?: string | undefined;
+  status?: RunStatus | undefined;
+}
+
+function filtered(db: Db, orgId: string, filter: RunFilter) {
+  let query = db.selectFrom('runs').where('org_id', '=', orgId);
+  if (filter.deployment_id) query = query.where('deployment_id', '=', filter.deployment_id);
+  if (filter.thread_id) query = query.where('thread_id', '=', filter.thread_id);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  return query;
+}
+
+export function listRuns(db: Db, orgId: string, filter: RunFilter, page: { limit: number; offset: number }) {
+  return filtered(db, orgId, filter)
+    .select(runColumns)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export async function countRuns(db: Db, orgId: string, filter: RunFilter): Promise<number> {
+  const row = await filtered(db, orgId, filter)
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** The run columns, unqualified, for statements that name no other table. */
+const plainColumns = [
+  'id',
+  'org_id',
+  'deployment_id',
+  'version_id',
+  'environment',
+  'thread_id',
+  'status',
+  'input',
+  'output',
+  'error_message',
+  'instance_id',
+  'created_at',
+  'started_at',
+  'completed_at',
+] as const;
+
+/**
+ * Ends a run still in one of `from` and stores its final event, with any of its events not yet
+ * stored, in one statement; undefined when the run had ended already. `seq` 'next' numbers the
+ * final event after the run's last stored one. `event_seq` is the final event's number as stored.
+ */
+export function endRunWithEvent(
+  db: Db,
+  id: string,
+  from: readonly RunStatus[],
+  end: { status: RunStatus; output: Record<string, unknown> | null; error_message: string | null },
+  event: { seq: number | 'next'; type: string; data: Record<string, unknown> },
+  unstored: readonly EventRow[] = [],
+) {
+  const seq =
+    event.seq === 'next'
+      ? sql`(select coalesce(max(seq), 0) + 1 from run_events where run_id = ${id})`
+      : sql`${event.seq}::integer`;
+  const rows = [
+    ...unstored.map((row) => sql`(${row.seq}::integer, ${row.type}::text, ${row.data}::jsonb)`),
+    sql`(${seq}, ${event.type}::text, ${JSON.stringify(event.data)}::jsonb)`,
+  ];
+  const events = sql<{ seq: number; type: string; data: string }>`(values ${sql.join(rows)})`.as<'v'>(
+    sql`v(seq, type, data)`,
+  );
+  return db
+    .with('ended', (qb) =>
+      qb
+        .updateTable('runs')
+        .set({
+          status: end.status,
+          output: end.output === null ? null : JSON.stringify(end.output),
+          error_message: end.error_message,
+          completed_at: sql<Date>`now()`,
+        })
+        .where('id', '=', id)
+        .where('status', 'in', [...from])
+        .returning(plainColumns),
+    )
+    .with('stored', (qb) =>
+      qb
+        .insertInto('run_events')
+        .columns(['run_id', 'seq', 'type', 'data'])
+        .expression((eb) => eb.selectFrom(['ended', events]).select(['ended.id', 'v.seq', 'v.type', 'v.data']))
+        .onConflict((oc) => oc.columns(['run_id', 'seq']).doNothing())
+        .returning('seq'),
+    )
+    .selectFrom('ended')
+    .selectAll('ended')
+    .select((eb) =>
+      eb
+        .selectFrom('stored')
+        .select((inner) => inner.fn.max('stored.seq').as('seq'))
+        .as('event_seq'),
+    )
+    .executeTakeFirst();
+}
+
+/** Claims the oldest pending run for this instance; skips rows another instance is claiming. */
+export function claimNextPending(db: Db, instanceId: string) {
+  return db
+    .updateTable('runs')
+    .set({ status: 'running', instance_id: instanceId, started_at: sql<Date>`now()` })
+    .where('id', '=', (eb) =>
+      eb
+        .selectFrom('runs')
+        .select('id')
+        .where('status', '=', 'pending')
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(1)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .where('status', '=', 'pending')
+    .returning(runColumns)
+    .executeTakeFirst();
+}
+
+export function findVersionForRun(db: Db, versionId: string) {
+  return db
+    .selectFrom('deployment_versions')
+    .select(['id', 'number', 'command', 'cwd', 'env', 'timeout_seconds'])
+    .where('id', '=', versionId)
+    .executeTakeFirst();
+}
+
+export function hasPendingRuns(db: Db) {
+  return db.selectFrom('runs').select('id').where('status', '=', 'pending').limit(1).executeTakeFirst();
+}
+
+// Events
+
+export interface EventRow {
+  run_id: string;
+  seq: number;
+  type: string;
+  data: string;
+}
+
+/** A number already taken means the run was ended elsewhere meanwhile; such late events are dropped. */
+export function insertEvents(db: Db, rows: EventRow[]) {
+  return db
+    .insertInto('run_events')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['run_id', 'seq']).doNothing())
+    .execute();
+}
+
+export function listEventsAfter(db: Db, runId: string, afterSeq: number, limit: number) {
+  return db
+    .selectFrom('run_events')
+    .select(['seq', 'type', 'data'])
+    .where('run_id', '=', runId)
+    .where('seq', '>', afterSeq)
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
+}

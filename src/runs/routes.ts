@@ -1,0 +1,137 @@
+import { fastifySSE } from '@fastify/sse';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { principalOf } from '../auth/plugin.js';
+import { badRequest } from '../errors.js';
+import { commonErrors, conflictError } from '../http/error-schema.js';
+import {
+  cancelResponse,
+  createdRunSchema,
+  createRunBody,
+  eventsQuery,
+  idempotencyHeaders,
+  listRunsQuery,
+  runParams,
+  runSchema,
+} from './schemas.js';
+import type { RunService } from './service.js';
+import { createSseSink } from './sse-sink.js';
+import type { RunStreams } from './streams.js';
+
+function resumePoint(header: string | string[] | undefined, query: string | undefined): number | null {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value !== undefined && value !== '') {
+    if (!/^\d+$/.test(value.trim())) throw badRequest('Last-Event-ID must be a non-negative integer');
+    return Number(value.trim());
+  }
+  return query === undefined ? null : Number(query);
+}
+
+/** Runs: create (202), read, list, cancel, and the live event stream. Any key of the organization. */
+export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunStreams }> = async (
+  app,
+  { runs, streams },
+) => {
+  const tags = ['runs'];
+  await app.register(fastifySSE, { heartbeatInterval: 0 });
+
+  app.post(
+    '/runs',
+    {
+      schema: {
+        tags,
+        summary: 'Start a run of a deployment’s running version',
+        description:
+          'Answers once the run’s process has started (`running`), or with `pending` while MAX_CONCURRENT_RUNS runs are going.',
+        headers: idempotencyHeaders,
+        body: createRunBody,
+        response: { 202: createdRunSchema, ...commonErrors, ...conflictError },
+      },
+    },
+    async (request, reply) => {
+      const { orgId } = principalOf(request);
+      const { deployment_id, input, environment, thread_id } = request.body;
+      const created = await runs.createRun({
+        orgId,
+        deploymentId: deployment_id,
+        environment,
+        input,
+        threadId: thread_id ?? null,
+        idempotencyKey: request.headers['idempotency-key'] ?? null,
+        idempotencyScope: 'runs',
+      });
+      return reply.status(202).send(created);
+    },
+  );
+
+  app.get(
+    '/runs',
+    {
+      schema: {
+        tags,
+        summary: 'List runs, newest first',
+        querystring: listRunsQuery,
+        response: { 200: z.object({ runs: z.array(runSchema), total: z.number().int() }), ...commonErrors },
+      },
+    },
+    async (request) => {
+      const { orgId } = principalOf(request);
+      const { limit, offset, ...filter } = request.query;
+      return runs.list(orgId, filter, { limit, offset });
+    },
+  );
+
+  app.get(
+    '/runs/:id',
+    {
+      schema: { tags, summary: 'Get a run', params: runParams, response: { 200: runSchema, ...commonErrors } },
+    },
+    async (request) => runs.get(principalOf(request).orgId, request.params.id),
+  );
+
+  app.post(
+    '/runs/:id/cancel',
+    {
+      schema: {
+        tags,
+        summary: 'Cancel a pending or running run; its process group is stopped',
+        params: runParams,
+        response: { 200: cancelResponse, ...commonErrors },
+      },
+    },
+    async (request) => runs.cancel(principalOf(request).orgId, request.params.id),
+  );
+
+  app.get(
+    '/runs/:id/events',
+    {
+      // 'manual': the route only ever streams, so no Accept negotiation (and no 406 outside our error format).
+      sse: { kind: 'manual', heartbeat: false },
+      schema: {
+        tags,
+        summary: 'Follow a run’s events (Server-Sent Events)',
+        description:
+          'Each event is `id: <seq>` and `data: {"type", "data"}`; `: keepalive` every 15 s; ends with one ' +
+          '`{"type":"complete","status","output","error"}`. Resume with `Last-Event-ID` or `last_event_id`.',
+        params: runParams,
+        querystring: eventsQuery,
+        response: {
+          200: z.string().describe('text/event-stream'),
+          ...commonErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { orgId } = principalOf(request);
+      const resume = resumePoint(request.headers['last-event-id'], request.query.last_event_id);
+      const stream = streams.open(orgId, request.params.id, resume);
+      await stream.prepare();
+      reply.sse.sendHeaders();
+      const sink = createSseSink(reply);
+      reply.sse.onClose(() => stream.close());
+      await stream.start(sink);
+      await stream.done;
+      await sink.ended;
+    },
+  );
+};

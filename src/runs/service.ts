@@ -1,0 +1,272 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../db/types.js';
+import type { DeploymentService } from '../deployments/service.js';
+import { badRequest } from '../errors.js';
+import type { LocalEventBus } from '../events/bus.js';
+import { toIso } from '../http/pagination.js';
+import * as idempotency from '../idempotency/store.js';
+import { newId } from '../ids.js';
+import type { Supervisor } from '../supervisor/supervisor.js';
+import { runNotFound } from './errors.js';
+import { liveEnd, type RunLifecycle } from './lifecycle.js';
+import * as repo from './repository.js';
+import type { CreatedRun, CreateRunParams, RunFinishedHook, RunStatus } from './types.js';
+
+export { runNotFound };
+
+/**
+ * How a run in a thread takes its thread, inside the creating transaction: marks the thread busy
+ * with this run (or throws 404/409) and returns the values the runner receives.
+ */
+export type ThreadGate = (
+  trx: Transaction<Database>,
+  claim: { orgId: string; threadId: string; deploymentId: string; runId: string },
+) => Promise<{ values: Record<string, unknown> | null }>;
+
+export function toRun(row: repo.RunRecord) {
+  return {
+    id: row.id,
+    version_id: row.version_id,
+    deployment_id: row.deployment_id,
+    environment: row.environment,
+    thread_id: row.thread_id,
+    status: row.status,
+    input: row.input,
+    output: row.status === 'succeeded' ? (row.output ?? {}) : null,
+    error_message: row.status === 'failed' ? row.error_message : null,
+    created_at: toIso(row.created_at),
+    started_at: toIso(row.started_at),
+    completed_at: toIso(row.completed_at),
+  };
+}
+
+export interface RunServiceDeps {
+  db: Kysely<Database>;
+  deployments: DeploymentService;
+  supervisor: Supervisor;
+  lifecycle: RunLifecycle;
+  bus: LocalEventBus;
+}
+
+export function createRunService({ db, deployments, supervisor, lifecycle, bus }: RunServiceDeps) {
+  let threadGate: ThreadGate | null = null;
+
+  async function get(orgId: string, id: string) {
+    const row = await repo.findRun(db, orgId, id);
+    if (!row) throw runNotFound();
+    return row;
+  }
+
+  type Version = {
+    id: string;
+    number: number;
+    command: string[];
+    cwd: string | null;
+    env: Record<string, string>;
+    timeout_seconds: number | null;
+  };
+
+  /** Hands a created run to the supervisor: starts it in its reserved slot, or queues it. */
+  async function start(
+    params: CreateRunParams,
+    response: CreatedRun,
+    version: Version,
+    reserved: boolean,
+    threadValues: Record<string, unknown> | null,
+  ): Promise<RunStatus> {
+    if (!reserved) {
+      supervisor.enqueued();
+      return 'pending';
+    }
+    const threadId = params.threadId ?? null;
+    return supervisor.launch({
+      run: {
+        id: response.run_id,
+        org_id: params.orgId,
+        deployment_id: params.deploymentId,
+        version_id: version.id,
+        thread_id: threadId,
+      },
+      input: params.input,
+      version: {
+        command: version.command,
+        cwd: version.cwd,
+        env: version.env,
+        timeout_seconds: version.timeout_seconds,
+      },
+      thread: threadId ? { thread_id: threadId, values: threadValues } : null,
+    });
+  }
+
+  /**
+   * A run without key or thread: one statement finds the running version and inserts the run.
+   * Null when there is no running version; the caller then asks the deployments service, whose
+   * errors say why.
+   */
+  async function createPlain(params: CreateRunParams): Promise<CreatedRun | null> {
+    const runId = newId('run');
+    const reserved = supervisor.reserve();
+    const now = new Date();
+    let version: Version | undefined;
+    try {
+      version = await repo.insertRunOfRunningVersion(db, {
+        id: runId,
+        org_id: params.orgId,
+        deployment_id: params.deploymentId,
+        environment: params.environment,
+        thread_id: null,
+        status: reserved ? 'running' : 'pending',
+        input: params.input,
+        instance_id: reserved ? supervisor.instanceId : null,
+        created_at: now,
+        started_at: reserved ? now : null,
+      });
+    } finally {
+      if (reserved && !version) supervisor.release();
+    }
+    if (!version) return null;
+    const response: CreatedRun = {
+      run_id: runId,
+      version_id: version.id,
+      version_number: version.number,
+      status: reserved ? 'running' : 'pending',
+    };
+    response.status = await start(params, response, version, reserved, null);
+    return response;
+  }
+
+  return {
+    /**
+     * Starts a run: one transaction (idempotency key, thread, running version, run row), then the
+     * supervisor starts its process. Resolves once the process runs, or the run waits as
+     * `pending` for a slot.
+     */
+    async createRun(params: CreateRunParams): Promise<CreatedRun> {
+      const threadId = params.threadId ?? null;
+      if (!params.idempotencyKey && !threadId) {
+        const created = await createPlain(params);
+        if (created) return created;
+      }
+      const ref = params.idempotencyKey
+        ? {
+            orgId: params.orgId,
+            scope: params.idempotencyScope,
+            key: params.idempotencyKey,
+            requestHash: idempotency.requestHash({
+              deployment_id: params.deploymentId,
+              environment: params.environment,
+              input: params.input,
+              thread_id: threadId,
+            }),
+          }
+        : null;
+      if (ref) {
+        const first = await idempotency.findResponse<CreatedRun>(db, ref);
+        if (first) return first;
+      }
+      if (threadId && !threadGate) throw badRequest('thread_id: threads are not available');
+
+      const version = await deployments.resolveRunningVersion(params.orgId, params.deploymentId, params.environment);
+      const runId = newId('run');
+      const response: CreatedRun = {
+        run_id: runId,
+        version_id: version.id,
+        version_number: version.number,
+        status: 'running',
+      };
+
+      // The slot is taken only once the thread (if any) is ours, so requests losing a thread race hold none.
+      let reserved = false;
+      let outcome: { replay: CreatedRun } | { threadValues: Record<string, unknown> | null };
+      try {
+        outcome = await db.transaction().execute(async (trx) => {
+          if (ref) {
+            const taken = await idempotency.claim(trx, ref, { ...response });
+            if (!taken.claimed) return { replay: taken.response };
+          }
+          const thread =
+            threadId && threadGate
+              ? await threadGate(trx, { orgId: params.orgId, threadId, deploymentId: params.deploymentId, runId })
+              : null;
+          reserved = supervisor.reserve();
+          const now = new Date();
+          response.status = reserved ? 'running' : 'pending';
+          await repo.insertRun(trx, {
+            id: runId,
+            org_id: params.orgId,
+            deployment_id: params.deploymentId,
+            version_id: version.id,
+            environment: params.environment,
+            thread_id: threadId,
+            status: response.status,
+            input: params.input,
+            instance_id: reserved ? supervisor.instanceId : null,
+            created_at: now,
+            started_at: reserved ? now : null,
+          });
+          if (ref && !reserved) await idempotency.updateResponse(trx, ref, { ...response });
+          return { threadValues: thread?.values ?? null };
+        });
+      } catch (error) {
+        if (reserved) supervisor.release();
+        throw error;
+      }
+      if ('replay' in outcome) {
+        if (reserved) supervisor.release();
+        return outcome.replay;
+      }
+      const real = await start(params, response, version, reserved, outcome.threadValues);
+      if (real !== response.status) {
+        response.status = real;
+        if (ref) await idempotency.updateResponse(db, ref, { ...response });
+      }
+      return response;
+    },
+
+    onRunFinished(hook: RunFinishedHook): void {
+      lifecycle.onRunFinished(hook);
+    },
+
+    /** Installed by the threads service. */
+    setThreadGate(gate: ThreadGate): void {
+      threadGate = gate;
+    },
+
+    get: async (orgId: string, id: string) => toRun(await get(orgId, id)),
+
+    async list(orgId: string, filter: repo.RunFilter, page: { limit: number; offset: number }) {
+      const [rows, total] = await Promise.all([
+        repo.listRuns(db, orgId, filter, page),
+        repo.countRuns(db, orgId, filter),
+      ]);
+      return { runs: rows.map(toRun), total };
+    },
+
+    /** Cancels a pending or running run; the run is `canceled` when this resolves. */
+    async cancel(orgId: string, id: string): Promise<{ success: boolean; status: 'canceled' }> {
+      for (let attempt = 0; ; attempt++) {
+        if (attempt > 0) await sleep(Math.min(5 * attempt, 50));
+        const row = await get(orgId, id);
+        if (row.status !== 'pending' && row.status !== 'running') {
+          throw badRequest(`Cannot cancel run with status: ${row.status}`);
+        }
+        if (row.status === 'running' && supervisor.owns(id)) {
+          if (await supervisor.cancel(id)) return { success: true, status: 'canceled' };
+          continue;
+        }
+        // Claimed here a moment ago, its process about to start: the supervisor will own it.
+        if (row.status === 'running' && row.instance_id === supervisor.instanceId && attempt < 200) continue;
+        // Queued here, or running on another instance, which stops its process on its next tick.
+        const ended = await lifecycle.end(id, [row.status], { status: 'canceled', output: null, error: null }, 'next');
+        if (ended) {
+          bus.publish(id, liveEnd(ended));
+          return { success: true, status: 'canceled' };
+        }
+        // It moved on meanwhile (started, or ended): look again.
+      }
+    },
+  };
+}
+
+export type RunService = ReturnType<typeof createRunService>;

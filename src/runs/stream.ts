@@ -1,0 +1,304 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/types.js';
+import type { LiveEvent, LiveSubscription, RunEnd, RunEventFeed } from '../events/types.js';
+import { runNotFound } from './errors.js';
+import * as repo from './repository.js';
+import type { RunStatus } from './types.js';
+
+/** Where a stream writes; `send` answers false when the client was dropped for being too slow. */
+export interface StreamSink {
+  send(event: LiveEvent): boolean;
+  /** A message without id (complete, heartbeat, timeout, error). */
+  sendUntracked(json: string): void;
+  comment(text: string): void;
+  /** Ends the response after what is queued. */
+  close(): void;
+  /** Cuts the connection now (a client too far behind). */
+  abort(): void;
+  /** Stored events are replayed at the client's pace: true while earlier ones still wait. */
+  backlogged(): boolean;
+  drained(): Promise<void>;
+}
+
+export interface StreamTimings {
+  /** `: keepalive` comment interval (CONTRACTS §7: 15 s). */
+  keepaliveMs: number;
+  /** Fallback poll of the stored run when live events cannot be had (SPEC §6: 2 s). */
+  pollMs: number;
+}
+
+export interface StreamOptions {
+  db: Kysely<Database>;
+  feed: RunEventFeed;
+  instanceId: string;
+  timings: StreamTimings;
+  lifetimeMs: number;
+  logger: Logger;
+  /** Told of each event written to the client (for metrics). */
+  relayed?: () => void;
+}
+
+const REPLAY_PAGE = 1000;
+
+/** Before `start`, a stream has no client to write to. */
+const CLOSED_SINK: StreamSink = {
+  send: () => false,
+  sendUntracked: () => {},
+  comment: () => {},
+  close: () => {},
+  abort: () => {},
+  backlogged: () => false,
+  drained: async () => {},
+};
+
+/**
+ * How far one client may fall behind on live events before it is dropped (it can resume with
+ * Last-Event-ID). Above the largest event (1 MiB), so one big event alone never drops anyone.
+ */
+export const MAX_CLIENT_BACKLOG_BYTES = 4 * 1024 * 1024;
+const TERMINAL = new Set<RunStatus>(['succeeded', 'failed', 'canceled']);
+
+function endOf(row: repo.RunRecord): RunEnd {
+  return {
+    status: row.status as RunEnd['status'],
+    output: row.status === 'succeeded' ? (row.output ?? {}) : null,
+    error: row.status === 'failed' ? row.error_message : null,
+  };
+}
+
+/**
+ * One client's view of a run (CONTRACTS §7): stored events after its last id, then live ones,
+ * deduplicated by sequence number, then one `complete`. Without a live feed it polls the stored
+ * run every 2 s and sends heartbeats. Resolves `done` when the stream is over.
+ */
+export class RunStream {
+  private lastSent: number;
+  private mode: 'replaying' | 'live' | 'polling' | 'closed' = 'replaying';
+  private buffered: LiveEvent[] = [];
+  private bufferedBytes = 0;
+  private subscription: LiveSubscription | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private heardSinceTick = false;
+  private checking = false;
+  private row: repo.RunRecord | null = null;
+  private sink: StreamSink = CLOSED_SINK;
+  private resolveDone!: () => void;
+  readonly done = new Promise<void>((resolve) => {
+    this.resolveDone = resolve;
+  });
+
+  constructor(
+    private readonly options: StreamOptions,
+    private readonly orgId: string,
+    private readonly runId: string,
+    private readonly resumeAfter: number | null,
+  ) {
+    this.lastSent = resumeAfter ?? 0;
+  }
+
+  /**
+   * Subscribes to live events, then reads the run (from the supervisor when the run is going on
+   * here, else from the store), so nothing falls between the two. Throws 404 for a run unknown
+   * to the organization, before any response has started.
+   */
+  async prepare(): Promise<void> {
+    this.subscription = this.options.feed.subscribe(this.runId, (event) => this.onLive(event));
+    const live = this.subscription?.live;
+    if (live) {
+      if (live.orgId === this.orgId) return;
+      this.finish();
+      throw runNotFound();
+    }
+    try {
+      this.row = (await repo.findRun(this.options.db, this.orgId, this.runId)) ?? null;
+    } finally {
+      if (!this.row) this.finish();
+    }
+    if (!this.row) throw runNotFound();
+  }
+
+  async start(sink: StreamSink): Promise<void> {
+    const { timings, lifetimeMs } = this.options;
+    this.sink = sink;
+    const row = this.row;
+    const live = this.subscription?.live ?? null;
+    if (this.mode === 'closed' || !(row || live)) return;
+    try {
+      // SPEC §6 rule 1: a finished run, asked without a resume point, gets its `complete` at once.
+      if (row && TERMINAL.has(row.status) && this.resumeAfter === null) return this.complete(endOf(row));
+      this.every(timings.keepaliveMs, () => this.keepalive());
+      const lifetime = setTimeout(() => this.timeout(), lifetimeMs);
+      lifetime.unref();
+      this.timers.push(lifetime);
+
+      const elsewhere = row?.status === 'running' && row.instance_id !== this.options.instanceId;
+      if (!this.subscription || elsewhere) return await this.startPolling();
+
+      // A run going on here keeps its recent events in memory: when they reach back far enough,
+      // the store has nothing to add.
+      const backlog = live?.backlog ?? [];
+      const first = backlog[0];
+      if (!live || (first !== undefined && first.seq > this.lastSent + 1)) await this.replayStored();
+      if (row && TERMINAL.has(row.status)) return this.complete(endOf(row));
+      for (const event of backlog) this.deliver(event);
+      for (const event of this.buffered) this.deliver(event);
+      this.buffered = [];
+      this.bufferedBytes = 0;
+      if (this.mode === 'replaying') this.mode = 'live';
+    } catch (error) {
+      this.fault(error);
+    }
+  }
+
+  /** Ends the stream from outside: the client left, or the service is shutting down. */
+  close(notice?: string): void {
+    if (this.mode === 'closed') return;
+    if (notice) this.sink.sendUntracked(JSON.stringify({ type: 'error', message: notice }));
+    this.finish();
+  }
+
+  private onLive(event: LiveEvent): void {
+    this.heardSinceTick = true;
+    if (this.mode === 'replaying') {
+      this.buffered.push(event);
+      this.bufferedBytes += event.json.length;
+      // Still catching up on stored events while live ones pile up: too far behind.
+      if (this.bufferedBytes > MAX_CLIENT_BACKLOG_BYTES) this.finish(true);
+    } else if (this.mode === 'live') this.deliver(event);
+  }
+
+  private deliver(event: LiveEvent): void {
+    if (this.mode === 'closed') return;
+    if (event.seq > this.lastSent) {
+      if (!this.sink.send(event)) {
+        this.finish();
+        return;
+      }
+      this.options.relayed?.();
+      this.lastSent = event.seq;
+    }
+    if (event.end) this.complete(event.end);
+  }
+
+  private async replayStored(): Promise<void> {
+    for (;;) {
+      const rows = await repo.listEventsAfter(this.options.db, this.runId, this.lastSent, REPLAY_PAGE);
+      for (const row of rows) {
+        if (this.mode === 'closed') return;
+        this.deliver({ seq: row.seq, json: JSON.stringify({ type: row.type, data: row.data }) });
+        if (this.sink.backlogged()) await this.sink.drained();
+      }
+      if (rows.length < REPLAY_PAGE) return;
+    }
+  }
+
+  /** SPEC §6 fallback: the stored record every poll interval, a heartbeat while it runs. */
+  private async startPolling(): Promise<void> {
+    this.subscription?.close();
+    this.subscription = null;
+    this.buffered = [];
+    this.mode = 'polling';
+    await this.poll();
+    this.every(this.options.timings.pollMs, () => this.poll());
+  }
+
+  private async poll(): Promise<void> {
+    if (this.mode !== 'polling' || this.checking) return;
+    this.checking = true;
+    try {
+      const row = await repo.findRunById(this.options.db, this.runId);
+      if (!row) return this.fail('Run not found');
+      await this.replayStored();
+      if (this.mode !== 'polling') return;
+      if (TERMINAL.has(row.status)) return this.complete(endOf(row));
+      this.sink.sendUntracked(JSON.stringify({ type: 'heartbeat', status: row.status }));
+    } catch (error) {
+      this.fault(error);
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  private keepalive(): void {
+    if (this.mode === 'closed') return;
+    this.sink.comment('keepalive');
+    if (this.mode === 'live' && !this.heardSinceTick) void this.checkQuietRun();
+    this.heardSinceTick = false;
+  }
+
+  /** A quiet live stream looks at the stored run, in case its end or its move elsewhere was missed. */
+  private async checkQuietRun(): Promise<void> {
+    if (this.checking) return;
+    this.checking = true;
+    try {
+      const row = await repo.findRunById(this.options.db, this.runId);
+      if (this.mode !== 'live') return;
+      if (!row) return this.fail('Run not found');
+      if (TERMINAL.has(row.status)) {
+        this.mode = 'replaying';
+        await this.replayStored();
+        return this.complete(endOf(row));
+      }
+      if (row.status === 'running' && row.instance_id !== this.options.instanceId) {
+        this.checking = false;
+        await this.startPolling();
+      }
+    } catch (error) {
+      this.fault(error);
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  private timeout(): void {
+    if (this.mode === 'closed') return;
+    const seconds = Math.round(this.options.lifetimeMs / 100) / 10;
+    this.sink.sendUntracked(
+      JSON.stringify({
+        type: 'timeout',
+        message: `Event stream closed after ${seconds} seconds; reconnect with Last-Event-ID to continue`,
+      }),
+    );
+    this.finish();
+  }
+
+  private complete(end: RunEnd): void {
+    if (this.mode === 'closed') return;
+    this.sink.sendUntracked(
+      JSON.stringify({ type: 'complete', status: end.status, output: end.output, error: end.error }),
+    );
+    this.finish();
+  }
+
+  private fail(message: string): void {
+    if (this.mode === 'closed') return;
+    this.sink.sendUntracked(JSON.stringify({ type: 'error', message }));
+    this.finish();
+  }
+
+  private fault(error: unknown): void {
+    this.options.logger.error({ err: error, runId: this.runId }, 'event stream failed');
+    this.fail('The event stream failed: the run could not be read; reconnect with Last-Event-ID');
+  }
+
+  private every(ms: number, task: () => void | Promise<void>): void {
+    const timer = setInterval(() => void task(), ms);
+    timer.unref();
+    this.timers.push(timer);
+  }
+
+  private finish(abort = false): void {
+    if (this.mode === 'closed') return;
+    this.mode = 'closed';
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    this.subscription?.close();
+    this.subscription = null;
+    this.buffered = [];
+    this.bufferedBytes = 0;
+    if (abort) this.sink.abort();
+    else this.sink.close();
+    this.resolveDone();
+  }
+}

@@ -1,0 +1,43 @@
+import type { Transaction } from 'kysely';
+import type { Database, Environment } from '../db/types.js';
+
+export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'canceled';
+export type TerminalRunStatus = 'succeeded' | 'failed' | 'canceled';
+
+/** What a hook sees of a run in the transaction that ends it. */
+export interface FinishedRun {
+  id: string;
+  org_id: string;
+  deployment_id: string;
+  environment: Environment;
+  thread_id: string | null;
+  status: TerminalRunStatus;
+  output: Record<string, unknown> | null;
+  /** Thread values the runner provided with its result, if any. */
+  values: Record<string, unknown> | undefined;
+  error_message: string | null;
+  started_at: Date | null;
+  completed_at: Date;
+}
+
+/** Called inside the one transaction that ends a run, in registration order. */
+export type RunFinishedHook = (trx: Transaction<Database>, run: FinishedRun) => Promise<void>;
+
+export interface CreateRunParams {
+  orgId: string;
+  deploymentId: string;
+  environment: Environment;
+  input: Record<string, unknown>;
+  threadId?: string | null;
+  /** Scoped per org + idempotencyScope; same key + same body within 24h answers the first response. */
+  idempotencyKey?: string | null;
+  /** e.g. 'runs', 'thread:<id>', 'incoming:<webhook id>'. */
+  idempotencyScope: string;
+}
+
+export interface CreatedRun {
+  run_id: string;
+  version_id: string;
+  version_number: number;
+  status: RunStatus;
+}

@@ -1,0 +1,157 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/types.js';
+import type { LocalEventBus } from '../events/bus.js';
+import type { LiveEvent } from '../events/types.js';
+import * as repo from '../runs/repository.js';
+import { RUN_LIMITS } from './limits.js';
+
+interface StoredEvent extends LiveEvent {
+  type: string;
+  data: string;
+}
+
+/** Most rows one insert carries; a fast runner's backlog goes out in a few statements. */
+const MAX_BATCH = 500;
+/** How long events may wait to be stored together; streams get them at once regardless. */
+const FLUSH_DELAY_MS = 200;
+/** The recent events kept in memory, so a stream opening on a running run needs no replay query. */
+const RECENT_EVENTS = 1000;
+const RECENT_BYTES = 1024 * 1024;
+
+/**
+ * The events of one running run. The supervisor owns the run, so it numbers events in memory
+ * and hands each to live streams at once; storing follows in batches, at most one insert in
+ * flight and each batch gathering what arrived in the last moments, so a runner writing an
+ * event every 2 ms costs a few statements a second. What is still unstored when the run ends
+ * goes into the run's ending statement.
+ */
+export class RunEventLog {
+  private nextSeq: number;
+  private runnerEvents = 0;
+  private limitNoticed = false;
+  /** Not yet stored (including a batch in flight), in order. */
+  private pending: StoredEvent[] = [];
+  private inFlight = 0;
+  /** The latest events, stored or not, in order. */
+  private recent: StoredEvent[] = [];
+  private recentBytes = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly runId: string,
+    lastSeq: number,
+    private readonly db: Kysely<Database>,
+    private readonly bus: LocalEventBus,
+    private readonly logger: Logger,
+  ) {
+    this.nextSeq = lastSeq + 1;
+  }
+
+  /** An event written by the runner; counted against the per-run limit. */
+  appendFromRunner(type: string, data: Record<string, unknown>): void {
+    if (this.closed) return;
+    if (this.runnerEvents >= RUN_LIMITS.maxEventsPerRun) {
+      if (!this.limitNoticed) {
+        this.limitNoticed = true;
+        this.append('log', {
+          message: `Event limit of ${RUN_LIMITS.maxEventsPerRun} events per run reached; further events are dropped`,
+          limit: RUN_LIMITS.maxEventsPerRun,
+        });
+      }
+      return;
+    }
+    this.runnerEvents++;
+    this.append(type, data);
+  }
+
+  /** An event of the service itself (`run.started`); never dropped. */
+  append(type: string, data: Record<string, unknown>): void {
+    if (this.closed) return;
+    const json = JSON.stringify({ type, data });
+    const event: StoredEvent = { seq: this.nextSeq++, json, type, data: JSON.stringify(data) };
+    this.pending.push(event);
+    this.remember(event);
+    this.bus.publish(this.runId, event);
+    if (this.pending.length - this.inFlight >= MAX_BATCH) this.flushSoon(0);
+    else this.flushSoon(FLUSH_DELAY_MS);
+  }
+
+  /** The latest events handed to streams, stored or not, in order (up to RECENT_EVENTS of them). */
+  backlog(): LiveEvent[] {
+    return this.recent.slice();
+  }
+
+  /**
+   * Stops taking events, waits for the insert in flight, and hands over the events not yet
+   * stored (to go into the run's ending statement) with the next free sequence number.
+   */
+  async close(): Promise<{ unstored: repo.EventRow[]; nextSeq: number }> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    while (this.flushing) await this.flushing;
+    const unstored = this.pending.map((event) => this.row(event));
+    this.pending = [];
+    return { unstored, nextSeq: this.nextSeq };
+  }
+
+  private remember(event: StoredEvent): void {
+    this.recent.push(event);
+    this.recentBytes += event.json.length;
+    while (this.recent.length > RECENT_EVENTS || (this.recentBytes > RECENT_BYTES && this.recent.length > 1)) {
+      this.recentBytes -= (this.recent.shift() as StoredEvent).json.length;
+    }
+  }
+
+  private row(event: StoredEvent): repo.EventRow {
+    return { run_id: this.runId, seq: event.seq, type: event.type, data: event.data };
+  }
+
+  private flushSoon(delayMs: number): void {
+    if (this.flushing || this.closed) return;
+    if (this.timer && delayMs > 0) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      const flushing = this.flush().finally(() => {
+        this.flushing = null;
+        if (this.pending.length > 0 && !this.closed) this.flushSoon(FLUSH_DELAY_MS);
+      });
+      this.flushing = flushing;
+    }, delayMs);
+  }
+
+  /** Stores pending events in batches; stops early once closed (the rest go with the run's end). */
+  private async flush(): Promise<void> {
+    let failures = 0;
+    while (this.pending.length > 0 && !this.closed) {
+      const batch = this.pending.slice(0, MAX_BATCH);
+      this.inFlight = batch.length;
+      try {
+        await repo.insertEvents(
+          this.db,
+          batch.map((event) => this.row(event)),
+        );
+        this.pending.splice(0, batch.length);
+        failures = 0;
+      } catch (error) {
+        failures++;
+        this.logger.error({ err: error, runId: this.runId, failures }, 'storing run events failed');
+        if (failures >= 5) {
+          // The database keeps refusing: drop these rather than hold the run forever.
+          this.pending.splice(0, batch.length);
+          failures = 0;
+        } else {
+          await new Promise((resolve) => setTimeout(resolve, 200 * failures));
+        }
+      } finally {
+        this.inFlight = 0;
+      }
+      // Under a steady stream of events, let the next batch gather instead of inserting one by one.
+      if (this.pending.length < MAX_BATCH) break;
+    }
+  }
+}

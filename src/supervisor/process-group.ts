@@ -1,0 +1,34 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** True while any process of the group exists (zombies aside, which are already dead). */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: the group is gone already.
+  }
+}
+
+/**
+ * SIGTERM to the whole process group, then SIGKILL once `graceMs` passed with any member
+ * left, so no grandchild outlives its run.
+ */
+export async function terminateGroup(pgid: number, graceMs: number, pollMs = 25): Promise<void> {
+  if (!groupAlive(pgid)) return;
+  signalGroup(pgid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())));
+    if (!groupAlive(pgid)) return;
+  }
+  signalGroup(pgid, 'SIGKILL');
+}

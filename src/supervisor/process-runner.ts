@@ -1,0 +1,123 @@
+import type { Socket } from 'node:net';
+import { RUN_LIMITS } from './limits.js';
+import { LineSplitter } from './line-splitter.js';
+import { terminateGroup } from './process-group.js';
+import { parseLongLine, parseStdoutLine, type RunnerMessage, stderrEvent } from './protocol.js';
+import type { Spawner } from './spawner.js';
+
+export interface ProcessSpec {
+  command: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin: string;
+}
+
+export type ProcessExit =
+  /** `statusLost`: the runner ended but its exit status went with a crashed spawner. */
+  | { kind: 'exited'; code: number | null; signal: NodeJS.Signals | null; statusLost: boolean }
+  | { kind: 'spawn_failed'; error: string };
+
+export interface RunnerProcess {
+  readonly pid: number | undefined;
+  /** Resolves once the process is running (true) or could not start (false). */
+  readonly started: Promise<boolean>;
+  /** Resolves once the process exited and its output was read to the end. */
+  readonly exited: Promise<ProcessExit>;
+  /** The last line written to standard error, for failure messages. */
+  lastStderrLine(): string | null;
+  /** SIGTERM to the group, SIGKILL after the grace; resolves when no process of the group is left. */
+  terminate(): Promise<void>;
+}
+
+const closed = (socket: Socket) =>
+  new Promise<void>((resolve) => {
+    if (socket.destroyed) resolve();
+    else socket.once('close', () => resolve());
+  });
+
+/**
+ * Starts one runner (CONTRACTS §6): argv without a shell, in its own process group, input on
+ * stdin, each line of stdout and stderr turned into a message as it arrives.
+ */
+export function startRunnerProcess(
+  spawner: Spawner,
+  spec: ProcessSpec,
+  options: { killGraceMs: number; onMessage(message: RunnerMessage): void },
+): RunnerProcess {
+  const { onMessage, killGraceMs } = options;
+  let pid: number | undefined;
+  let lastStderr: string | null = null;
+  let terminating: Promise<void> | null = null;
+
+  const stdoutLines = new LineSplitter(RUN_LIMITS.maxLineBytes, RUN_LIMITS.truncatedHeadBytes, {
+    line: (text) => {
+      const message = parseStdoutLine(text);
+      if (message) onMessage(message);
+    },
+    longLine: (line) => onMessage(parseLongLine(line, 'stdout')),
+  });
+  const stderrLines = new LineSplitter(RUN_LIMITS.maxLineBytes, RUN_LIMITS.truncatedHeadBytes, {
+    line: (text) => {
+      if (text.trim() === '') return;
+      lastStderr = text;
+      onMessage(stderrEvent(text));
+    },
+    longLine: (line) => {
+      lastStderr = line.head;
+      onMessage(parseLongLine(line, 'stderr'));
+    },
+  });
+
+  let terminateRequested = false;
+  const terminate = () => {
+    if (pid === undefined) {
+      // Still starting: it is stopped as soon as it runs.
+      terminateRequested = true;
+      return Promise.resolve();
+    }
+    terminating ??= terminateGroup(pid, killGraceMs);
+    return terminating;
+  };
+
+  const spawned = spawner.spawn({
+    file: spec.command[0] as string,
+    args: spec.command.slice(1),
+    cwd: spec.cwd,
+    env: spec.env,
+    stdin: spec.stdin,
+  });
+  const started = spawned.then((result) => !('error' in result));
+  const exited = spawned.then(async (result): Promise<ProcessExit> => {
+    if ('error' in result) return { kind: 'spawn_failed', error: result.error };
+    pid = result.pid;
+    if (terminateRequested) void terminate();
+    const { stdout, stderr } = result;
+    stdout.on('data', (chunk: Buffer) => stdoutLines.push(chunk));
+    stderr.on('data', (chunk: Buffer) => stderrLines.push(chunk));
+    stdout.once('end', () => stdoutLines.end());
+    stderr.once('end', () => stderrLines.end());
+    stdout.on('error', () => {});
+    stderr.on('error', () => {});
+    const status = await result.exit;
+    // The leader is gone; whatever it left in its group goes too, which also lets the pipes close.
+    void terminate();
+    // The pipes close once the group is gone; should anything still hold them, stop waiting.
+    const bound = setTimeout(() => {
+      stdout.destroy();
+      stderr.destroy();
+    }, killGraceMs + 2000);
+    await Promise.all([closed(stdout), closed(stderr)]);
+    clearTimeout(bound);
+    return { kind: 'exited', code: status?.code ?? null, signal: status?.signal ?? null, statusLost: status === null };
+  });
+
+  return {
+    get pid() {
+      return pid;
+    },
+    started,
+    exited,
+    lastStderrLine: () => lastStderr,
+    terminate,
+  };
+}

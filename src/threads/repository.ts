@@ -1,0 +1,168 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Database } from '../db/types.js';
+import type { ThreadStatus } from './db-types.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+const threadColumns = [
+  'id',
+  'org_id',
+  'deployment_id',
+  'status',
+  'metadata',
+  'values',
+  'active_run_id',
+  'created_at',
+  'updated_at',
+] as const;
+
+export function insertThread(
+  db: Db,
+  row: {
+    id: string;
+    org_id: string;
+    deployment_id: string;
+    metadata: Record<string, unknown>;
+    values: Record<string, unknown> | null;
+  },
+) {
+  return db
+    .insertInto('threads')
+    .values({
+      ...row,
+      status: 'idle',
+      metadata: JSON.stringify(row.metadata),
+      values: row.values === null ? null : JSON.stringify(row.values),
+    })
+    .returning(threadColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export function findThread(db: Db, orgId: string, id: string) {
+  return db
+    .selectFrom('threads')
+    .select(threadColumns)
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export type ThreadRecord = NonNullable<Awaited<ReturnType<typeof findThread>>>;
+
+export function listThreads(
+  db: Db,
+  orgId: string,
+  filter: { deployment_id: string; status?: ThreadStatus | undefined },
+  page: { limit: number; offset: number },
+) {
+  let query = db
+    .selectFrom('threads')
+    .select(threadColumns)
+    .where('org_id', '=', orgId)
+    .where('deployment_id', '=', filter.deployment_id);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+}
+
+/**
+ * Takes an idle (or errored) thread for a run. Concurrent takers of one thread queue on its row
+ * lock and re-check the condition, so exactly one of them wins.
+ */
+export function takeThread(db: Db, orgId: string, id: string, deploymentId: string, runId: string) {
+  return db
+    .updateTable('threads')
+    .set({ status: 'busy', active_run_id: runId, updated_at: sql<Date>`now()` })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .where('deployment_id', '=', deploymentId)
+    .where('status', '<>', 'busy')
+    .returning(['values'])
+    .executeTakeFirst();
+}
+
+/** Frees the thread of its run; on success the new values, else the values stay. */
+export function releaseThread(
+  db: Db,
+  id: string,
+  runId: string,
+  change: { status: ThreadStatus; values?: { replace: Record<string, unknown> } | { merge: Record<string, unknown> } },
+) {
+  const values = change.values
+    ? 'replace' in change.values
+      ? sql<string>`${JSON.stringify(change.values.replace)}::jsonb`
+      : sql<string>`coalesce("values", '{}'::jsonb) || ${JSON.stringify(change.values.merge)}::jsonb`
+    : sql<string>`"values"`;
+  return db
+    .updateTable('threads')
+    .set({ status: change.status, active_run_id: null, values, updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .where('active_run_id', '=', runId)
+    .returning(['id', 'values'])
+    .executeTakeFirst();
+}
+
+export function updateThread(
+  db: Db,
+  orgId: string,
+  id: string,
+  change: { metadata?: Record<string, unknown>; values?: Record<string, unknown> | null },
+) {
+  return db
+    .updateTable('threads')
+    .set({
+      updated_at: sql<Date>`now()`,
+      ...(change.metadata === undefined ? {} : { metadata: JSON.stringify(change.metadata) }),
+      ...(change.values === undefined ? {} : { values: change.values === null ? null : JSON.stringify(change.values) }),
+    })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .returning(threadColumns)
+    .executeTakeFirst();
+}
+
+export function deleteThread(db: Db, orgId: string, id: string) {
+  return db
+    .deleteFrom('threads')
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .where('status', '<>', 'busy')
+    .returning('id')
+    .executeTakeFirst();
+}
+
+/** Locks the thread row for a change that depends on its status. */
+export function lockThread(db: Db, orgId: string, id: string) {
+  return db
+    .selectFrom('threads')
+    .select(threadColumns)
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export function threadValues(db: Db, id: string) {
+  return db.selectFrom('threads').select('values').where('id', '=', id).executeTakeFirst();
+}
+
+export function insertCheckpoint(
+  db: Db,
+  row: { id: string; thread_id: string; run_id: string | null; values: Record<string, unknown> | null },
+) {
+  return db
+    .insertInto('thread_checkpoints')
+    .values({ ...row, values: row.values === null ? null : JSON.stringify(row.values) })
+    .execute();
+}
+
+export function listCheckpoints(db: Db, threadId: string, page: { limit: number; offset: number }) {
+  return db
+    .selectFrom('thread_checkpoints')
+    .select(['id', 'thread_id', 'run_id', 'values', 'created_at'])
+    .where('thread_id', '=', threadId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}

@@ -1,0 +1,181 @@
+import type { Kysely } from 'kysely';
+import type { Database, Environment } from '../db/types.js';
+import { badRequest, conflict, notFound } from '../errors.js';
+import { toIso } from '../http/pagination.js';
+import { newId } from '../ids.js';
+import type { RunService } from '../runs/service.js';
+import type { FinishedRun } from '../runs/types.js';
+import type { Supervisor } from '../supervisor/supervisor.js';
+import type { ThreadStatus } from './db-types.js';
+import * as repo from './repository.js';
+
+export const threadNotFound = () => notFound('Thread not found');
+const busy = (threadId: string, runId: string | null) =>
+  conflict(`Thread ${threadId} is busy with run ${runId ?? 'unknown'}`);
+
+function toThread(row: repo.ThreadRecord) {
+  return {
+    thread_id: row.id,
+    deployment_id: row.deployment_id,
+    status: row.status,
+    metadata: row.metadata,
+    values: row.values,
+    created_at: toIso(row.created_at),
+    updated_at: toIso(row.updated_at),
+  };
+}
+
+/**
+ * Threads: conversations scoped to a deployment. A run in a thread takes it (idle or error →
+ * busy) in the run's creating transaction and gives it back in the run's ending transaction,
+ * with new values and a checkpoint on success.
+ */
+export function createThreadService({
+  db,
+  runs,
+  supervisor,
+}: {
+  db: Kysely<Database>;
+  runs: RunService;
+  supervisor: Supervisor;
+}) {
+  runs.setThreadGate(async (trx, { orgId, threadId, deploymentId, runId }) => {
+    const taken = await repo.takeThread(trx, orgId, threadId, deploymentId, runId);
+    if (taken) return { values: taken.values };
+    const thread = await repo.findThread(trx, orgId, threadId);
+    if (!thread) throw threadNotFound();
+    if (thread.deployment_id !== deploymentId) {
+      throw badRequest(`thread_id: thread ${threadId} belongs to deployment ${thread.deployment_id}`);
+    }
+    throw busy(threadId, thread.active_run_id);
+  });
+
+  runs.onRunFinished(async (trx, run: FinishedRun) => {
+    if (!run.thread_id) return;
+    const status: ThreadStatus = run.status === 'failed' ? 'error' : 'idle';
+    if (run.status !== 'succeeded') {
+      await repo.releaseThread(trx, run.thread_id, run.id, { status });
+      return;
+    }
+    const values = run.values ? { replace: run.values } : { merge: run.output ?? {} };
+    const released = await repo.releaseThread(trx, run.thread_id, run.id, { status, values });
+    if (released) {
+      await repo.insertCheckpoint(trx, {
+        id: newId('chk'),
+        thread_id: released.id,
+        run_id: run.id,
+        values: released.values,
+      });
+    }
+  });
+
+  supervisor.setThreadValuesLoader(async (threadId) => (await repo.threadValues(db, threadId))?.values ?? null);
+
+  async function get(orgId: string, id: string) {
+    const row = await repo.findThread(db, orgId, id);
+    if (!row) throw threadNotFound();
+    return row;
+  }
+
+  return {
+    async create(
+      orgId: string,
+      input: { deployment_id: string; metadata: Record<string, unknown>; values: Record<string, unknown> | null },
+    ) {
+      const exists = await db
+        .selectFrom('deployments')
+        .select('id')
+        .where('org_id', '=', orgId)
+        .where('id', '=', input.deployment_id)
+        .executeTakeFirst();
+      if (!exists) throw notFound('Deployment not found');
+      const row = await repo.insertThread(db, {
+        id: newId('thr'),
+        org_id: orgId,
+        deployment_id: input.deployment_id,
+        metadata: input.metadata,
+        values: input.values,
+      });
+      return toThread(row);
+    },
+
+    get: async (orgId: string, id: string) => toThread(await get(orgId, id)),
+
+    async list(
+      orgId: string,
+      filter: { deployment_id: string; status?: ThreadStatus | undefined },
+      page: { limit: number; offset: number },
+    ) {
+      return (await repo.listThreads(db, orgId, filter, page)).map(toThread);
+    },
+
+    async update(
+      orgId: string,
+      id: string,
+      change: { metadata?: Record<string, unknown> | undefined; values?: Record<string, unknown> | null | undefined },
+    ) {
+      const row = await db.transaction().execute(async (trx) => {
+        const thread = await repo.lockThread(trx, orgId, id);
+        if (!thread) throw threadNotFound();
+        // A run's end would overwrite values set under it.
+        if (change.values !== undefined && thread.status === 'busy') throw busy(id, thread.active_run_id);
+        const updated = await repo.updateThread(trx, orgId, id, {
+          ...(change.metadata === undefined ? {} : { metadata: change.metadata }),
+          ...(change.values === undefined ? {} : { values: change.values }),
+        });
+        if (!updated) throw threadNotFound();
+        if (change.values !== undefined) {
+          await repo.insertCheckpoint(trx, { id: newId('chk'), thread_id: id, run_id: null, values: updated.values });
+        }
+        return updated;
+      });
+      return toThread(row);
+    },
+
+    async remove(orgId: string, id: string) {
+      if (await repo.deleteThread(db, orgId, id)) return;
+      const thread = await get(orgId, id);
+      throw busy(id, thread.active_run_id);
+    },
+
+    async history(orgId: string, id: string, page: { limit: number; offset: number }) {
+      await get(orgId, id);
+      const rows = await repo.listCheckpoints(db, id, page);
+      return rows.map((row) => ({
+        checkpoint_id: row.id,
+        thread_id: row.thread_id,
+        run_id: row.run_id,
+        values: row.values,
+        created_at: toIso(row.created_at),
+      }));
+    },
+
+    /** Starts a run in the thread, against the thread's own deployment. */
+    async createRun(
+      orgId: string,
+      id: string,
+      body: { input: Record<string, unknown>; environment: Environment },
+      idempotencyKey: string | null,
+    ) {
+      const thread = await get(orgId, id);
+      const created = await runs.createRun({
+        orgId,
+        deploymentId: thread.deployment_id,
+        environment: body.environment,
+        input: body.input,
+        threadId: id,
+        idempotencyKey,
+        idempotencyScope: `thread:${id}`,
+      });
+      return {
+        run_id: created.run_id,
+        thread_id: id,
+        version_id: created.version_id,
+        version_number: created.version_number,
+        status: created.status,
+      };
+    },
+  };
+}
+
+export type ThreadService = ReturnType<typeof createThreadService>;

@@ -1,0 +1,384 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Database, Environment } from '../db/types.js';
+import type { WebhookEvent } from './db-types.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+type Page = { limit: number; offset: number };
+
+/** Everything but the secret: a row read for a reply never carries it. */
+const webhookColumns = [
+  'id',
+  'deployment_id',
+  'name',
+  'url',
+  'events',
+  'environment',
+  'enabled',
+  'created_at',
+  'updated_at',
+] as const;
+
+export function insertWebhook(
+  db: Db,
+  row: {
+    id: string;
+    org_id: string;
+    deployment_id: string;
+    name: string;
+    url: string;
+    events: WebhookEvent[];
+    environment: Environment;
+    enabled: boolean;
+    secret: string;
+  },
+) {
+  return db
+    .insertInto('webhooks')
+    .values({ ...row, events: JSON.stringify(row.events) })
+    .returning(webhookColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export function findWebhook(db: Db, orgId: string, id: string) {
+  return db
+    .selectFrom('webhooks')
+    .select(webhookColumns)
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export type WebhookRecord = NonNullable<Awaited<ReturnType<typeof findWebhook>>>;
+
+export function listWebhooks(db: Db, orgId: string, deploymentId: string | undefined, page: Page) {
+  let query = db.selectFrom('webhooks').select(webhookColumns).where('org_id', '=', orgId);
+  if (deploymentId !== undefined) query = query.where('deployment_id', '=', deploymentId);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+}
+
+export function updateWebhook(
+  db: Db,
+  orgId: string,
+  id: string,
+  changes: Partial<{
+    name: string;
+    url: string;
+    events: WebhookEvent[];
+    environment: Environment;
+    enabled: boolean;
+    secret: string;
+  }>,
+) {
+  const { events, ...rest } = changes;
+  return db
+    .updateTable('webhooks')
+    .set({ ...rest, ...(events ? { events: JSON.stringify(events) } : {}), updated_at: new Date() })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .returning(webhookColumns)
+    .executeTakeFirst();
+}
+
+export async function deleteWebhook(db: Db, orgId: string, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('webhooks').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+export function disableWebhook(db: Db, id: string) {
+  return db.updateTable('webhooks').set({ enabled: false, updated_at: new Date() }).where('id', '=', id).execute();
+}
+
+const deliveryColumns = [
+  'id',
+  'webhook_id',
+  'event',
+  'run_id',
+  'status',
+  'attempts',
+  'response_status',
+  'error_message',
+  'created_at',
+  'last_attempt_at',
+  'next_attempt_at',
+] as const;
+
+export interface RunDeliveryInput {
+  deploymentId: string;
+  environment: Environment;
+  event: WebhookEvent;
+  runId: string;
+  payload: string;
+  /** Ids to give the rows, one per target; targets beyond them get a random id made in SQL. */
+  ids: string[];
+  /** Lease the rows to this holder at once (the instance that will send them after commit). */
+  lease: { token: string; seconds: number } | null;
+  /** NOTIFY each row's id on this channel; PostgreSQL delivers it only once the transaction commits. */
+  notifyChannel: string;
+}
+
+/**
+ * One statement for a run's end: a delivery per enabled webhook of the deployment + environment
+ * that wants the event, each announced by NOTIFY. Returns what sending needs.
+ */
+export async function insertRunDeliveries(db: Db, input: RunDeliveryInput) {
+  const leaseToken = input.lease?.token ?? null;
+  const leaseSeconds = input.lease?.seconds ?? 0;
+  const result = await sql<{ id: string; webhook_id: string; url: string; secret: string }>`
+    with targets as (
+      select w.id, w.url, w.secret, row_number() over (order by w.id) as n
+      from webhooks w
+      where w.deployment_id = ${input.deploymentId}
+        and w.environment = ${input.environment}
+        and w.enabled
+        and w.events @> ${JSON.stringify([input.event])}::jsonb
+    ), inserted as (
+      insert into webhook_deliveries
+        (id, webhook_id, event, run_id, payload, status, next_attempt_at, lease_token, lease_until)
+      select
+        coalesce((string_to_array(${input.ids.join(',')}, ','))[t.n], 'dlv_' || replace(gen_random_uuid()::text, '-', '')),
+        t.id, ${input.event}, ${input.runId}, ${input.payload}, 'pending', now(),
+        ${leaseToken}::text,
+        case when ${leaseToken}::text is null then null else now() + make_interval(secs => ${leaseSeconds}) end
+      from targets t
+      returning id, webhook_id
+    )
+    select i.id, i.webhook_id, t.url, t.secret, pg_notify(${input.notifyChannel}, i.id) as notified
+    from inserted i join targets t on t.id = i.webhook_id`.execute(db);
+  return result.rows.map(({ id, webhook_id, url, secret }) => ({ id, webhook_id, url, secret }));
+}
+
+/** Which of these deliveries are visible (committed) and still leased to `leaseToken`. */
+export async function findLeased(db: Db, ids: string[], leaseToken: string): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('id', 'in', ids)
+    .where('lease_token', '=', leaseToken)
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+export function listDeliveries(db: Db, webhookId: string, page: Page) {
+  return db
+    .selectFrom('webhook_deliveries')
+    .select(deliveryColumns)
+    .where('webhook_id', '=', webhookId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export function findDelivery(db: Db, webhookId: string, id: string) {
+  return db
+    .selectFrom('webhook_deliveries')
+    .select(deliveryColumns)
+    .where('webhook_id', '=', webhookId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function findDeliveryPayload(db: Db, id: string): Promise<string | undefined> {
+  const row = await db.selectFrom('webhook_deliveries').select('payload').where('id', '=', id).executeTakeFirst();
+  return row?.payload;
+}
+
+export type DeliveryRecord = NonNullable<Awaited<ReturnType<typeof findDelivery>>>;
+
+export function listAttempts(db: Db, deliveryId: string) {
+  return db
+    .selectFrom('webhook_delivery_attempts')
+    .select(['number', 'attempted_at', 'duration_ms', 'response_status', 'error_message'])
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('number', 'asc')
+    .execute();
+}
+
+/**
+ * Makes a delivery due now with a fresh retry schedule. A delivery being sent right now
+ * (an unexpired lease) is left to that attempt.
+ */
+export async function requeueDelivery(db: Db, webhookId: string, id: string): Promise<boolean> {
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', cycle_attempts: 0, next_attempt_at: sql<Date>`now()` })
+    .where('webhook_id', '=', webhookId)
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', sql<Date>`now()`)]))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Leases up to `limit` due deliveries, with what sending needs (the webhook's current URL and
+ * secret). SKIP LOCKED keeps two instances from taking the same one.
+ */
+export function claimDue(db: Db, limit: number, leaseToken: string, leaseSeconds: number) {
+  return db
+    .updateTable('webhook_deliveries as d')
+    .from('webhooks as w')
+    .set({ lease_token: leaseToken, lease_until: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
+    .whereRef('w.id', '=', 'd.webhook_id')
+    .where(
+      'd.id',
+      'in',
+      db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', sql<Date>`now()`)
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', sql<Date>`now()`)]))
+        .orderBy('next_attempt_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returning([
+      'd.id',
+      'd.webhook_id',
+      'd.event',
+      'd.payload',
+      'd.attempts',
+      'd.cycle_attempts',
+      'w.url',
+      'w.secret',
+      'w.enabled',
+    ])
+    .execute();
+}
+
+export type ClaimedDelivery = Awaited<ReturnType<typeof claimDue>>[number];
+
+/** Seconds until the next pending delivery is due (0 when one is due now), or null when none waits. */
+export async function secondsUntilNextDue(db: Db): Promise<number | null> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select(sql<number | null>`extract(epoch from min(greatest(next_attempt_at, lease_until)) - now())`.as('wait'))
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  const wait = row?.wait;
+  return wait === null || wait === undefined ? null : Math.max(0, Number(wait));
+}
+
+export interface AttemptOutcome {
+  status: 'pending' | 'succeeded' | 'failed';
+  responseStatus: number | null;
+  errorMessage: string | null;
+  attemptedAt: Date;
+  durationMs: number;
+  /** Seconds from now to the next attempt, when status is pending. */
+  retryInSeconds: number | null;
+}
+
+/** Records one attempt; only the holder of the lease may, so an expired-and-retaken lease writes nothing. */
+export async function recordAttempt(
+  db: Db,
+  delivery: ClaimedDelivery,
+  leaseToken: string,
+  outcome: AttemptOutcome,
+): Promise<boolean> {
+  const updated = await db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: outcome.status,
+      attempts: delivery.attempts + 1,
+      cycle_attempts: delivery.cycle_attempts + 1,
+      response_status: outcome.responseStatus,
+      error_message: outcome.errorMessage,
+      last_attempt_at: outcome.attemptedAt,
+      next_attempt_at:
+        outcome.retryInSeconds === null ? null : sql<Date>`now() + make_interval(secs => ${outcome.retryInSeconds})`,
+      lease_token: null,
+      lease_until: null,
+    })
+    .where('id', '=', delivery.id)
+    .where('lease_token', '=', leaseToken)
+    .executeTakeFirst();
+  if (updated.numUpdatedRows === 0n) return false;
+  await db
+    .insertInto('webhook_delivery_attempts')
+    .values({
+      delivery_id: delivery.id,
+      number: delivery.attempts + 1,
+      attempted_at: outcome.attemptedAt,
+      duration_ms: outcome.durationMs,
+      response_status: outcome.responseStatus,
+      error_message: outcome.errorMessage,
+    })
+    .execute();
+  return true;
+}
+
+/** Ends a delivery without an attempt (its webhook is gone or disabled). */
+export function closeWithoutAttempt(db: Db, id: string, leaseToken: string, errorMessage: string) {
+  return db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', error_message: errorMessage, next_attempt_at: null, lease_token: null, lease_until: null })
+    .where('id', '=', id)
+    .where('lease_token', '=', leaseToken)
+    .execute();
+}
+
+/** Gives a lease back untouched (shutdown mid-attempt), so another instance or a restart resumes at once. */
+export function releaseLease(db: Db, id: string, leaseToken: string) {
+  return db
+    .updateTable('webhook_deliveries')
+    .set({ lease_token: null, lease_until: null })
+    .where('id', '=', id)
+    .where('lease_token', '=', leaseToken)
+    .execute();
+}
+
+export function insertIncomingWebhook(
+  db: Db,
+  row: {
+    id: string;
+    org_id: string;
+    deployment_id: string;
+    environment: Environment;
+    name: string | null;
+    token_hash: string;
+  },
+) {
+  return db
+    .insertInto('incoming_webhooks')
+    .values(row)
+    .returning(['id', 'deployment_id', 'environment', 'name', 'created_at'])
+    .executeTakeFirstOrThrow();
+}
+
+const incomingColumns = ['id', 'org_id', 'deployment_id', 'environment', 'name', 'created_at'] as const;
+
+export function findIncomingWebhook(db: Db, orgId: string, id: string) {
+  return db
+    .selectFrom('incoming_webhooks')
+    .select(incomingColumns)
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export function findIncomingWebhookByToken(db: Db, tokenHash: string) {
+  return db
+    .selectFrom('incoming_webhooks')
+    .select(incomingColumns)
+    .where('token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}
+
+export function listIncomingWebhooks(db: Db, orgId: string, deploymentId: string | undefined, page: Page) {
+  let query = db.selectFrom('incoming_webhooks').select(incomingColumns).where('org_id', '=', orgId);
+  if (deploymentId !== undefined) query = query.where('deployment_id', '=', deploymentId);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+}
+
+export async function deleteIncomingWebhook(db: Db, orgId: string, id: string): Promise<boolean> {
+  const result = await db
+    .deleteFrom('incoming_webhooks')
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}

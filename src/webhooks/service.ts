@@ -1,0 +1,199 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../db/types.js';
+import { deploymentExists } from '../deployments/repository.js';
+import { badRequest, notFound } from '../errors.js';
+import { toIso } from '../http/pagination.js';
+import { newId } from '../ids.js';
+import type { FinishedRun } from '../runs/types.js';
+import { forbiddenLiteralHost } from './address-guard.js';
+import { DELIVERY_CHANNEL } from './commit-listener.js';
+import type { WebhookEvent } from './db-types.js';
+import { buildPayload, eventForRun } from './payload.js';
+import * as repo from './repository.js';
+import type { CreateWebhookInput, UpdateWebhookInput } from './schemas.js';
+import { generateSigningSecret } from './signer.js';
+
+type Page = { limit: number; offset: number };
+
+const webhookNotFound = () => notFound('Webhook not found');
+const deliveryNotFound = () => notFound('Delivery not found');
+
+function toWebhook(row: repo.WebhookRecord) {
+  return {
+    id: row.id,
+    deployment_id: row.deployment_id,
+    name: row.name,
+    url: row.url,
+    events: row.events,
+    environment: row.environment,
+    enabled: row.enabled,
+    created_at: toIso(row.created_at),
+    updated_at: toIso(row.updated_at),
+  };
+}
+
+function toDelivery(row: repo.DeliveryRecord) {
+  return {
+    id: row.id,
+    event: row.event,
+    run_id: row.run_id,
+    status: row.status,
+    attempts: row.attempts,
+    response_status: row.response_status,
+    error_message: row.error_message,
+    created_at: toIso(row.created_at),
+    last_attempt_at: toIso(row.last_attempt_at),
+    next_attempt_at: row.status === 'pending' ? toIso(row.next_attempt_at) : null,
+  };
+}
+
+/** Events in a fixed order without repeats, so equal sets read the same. */
+const normaliseEvents = (events: WebhookEvent[]): WebhookEvent[] =>
+  (['run.succeeded', 'run.failed'] as const).filter((event) => events.includes(event));
+
+/** A delivery written at a run's end, leased to the instance that will send it once committed. */
+export interface WrittenDelivery {
+  id: string;
+  webhook_id: string;
+  event: WebhookEvent;
+  payload: string;
+  url: string;
+  secret: string;
+}
+
+/** The delivery worker, as the service sees it. */
+export interface DeliveryOutbox {
+  /** The lease new deliveries are written with; null when nothing here will send them (they are polled). */
+  leaseForNew(): { token: string; seconds: number } | null;
+  /** Deliveries written with that lease in a transaction that may not have committed yet. */
+  written(deliveries: WrittenDelivery[]): void;
+  /** Something became due now. */
+  wake(): void;
+}
+
+export interface WebhookServiceOptions {
+  allowPrivateUrls: boolean;
+  outbox?: DeliveryOutbox;
+}
+
+/** Ids made ahead for a run's deliveries; more matching webhooks than this get ids made in SQL. */
+const IDS_PER_RUN = 8;
+
+export function createWebhookService(db: Kysely<Database>, options: WebhookServiceOptions) {
+  function checkTarget(url: string) {
+    if (options.allowPrivateUrls) return;
+    const host = forbiddenLiteralHost(new URL(url));
+    if (host !== null) {
+      throw badRequest(`url: ${host} is a loopback, private, link-local or metadata address; these are not allowed`);
+    }
+  }
+
+  async function get(orgId: string, id: string) {
+    const row = await repo.findWebhook(db, orgId, id);
+    if (!row) throw webhookNotFound();
+    return row;
+  }
+
+  return {
+    async create(orgId: string, input: CreateWebhookInput) {
+      checkTarget(input.url);
+      if (!(await deploymentExists(db, orgId, input.deployment_id))) throw notFound('Deployment not found');
+      const secret = generateSigningSecret();
+      const row = await repo.insertWebhook(db, {
+        id: newId('wh'),
+        org_id: orgId,
+        deployment_id: input.deployment_id,
+        name: input.name,
+        url: input.url,
+        events: normaliseEvents(input.events),
+        environment: input.environment,
+        enabled: input.enabled,
+        secret,
+      });
+      return { ...toWebhook(row), secret };
+    },
+
+    async list(orgId: string, query: Page & { deployment_id?: string }) {
+      if (query.deployment_id !== undefined && !(await deploymentExists(db, orgId, query.deployment_id))) {
+        throw notFound('Deployment not found');
+      }
+      return (await repo.listWebhooks(db, orgId, query.deployment_id, query)).map(toWebhook);
+    },
+
+    get: async (orgId: string, id: string) => toWebhook(await get(orgId, id)),
+
+    async update(orgId: string, id: string, input: UpdateWebhookInput) {
+      if (input.url !== undefined) checkTarget(input.url);
+      const row = await repo.updateWebhook(db, orgId, id, {
+        ...input,
+        ...(input.events ? { events: normaliseEvents(input.events) } : {}),
+      });
+      if (!row) throw webhookNotFound();
+      return toWebhook(row);
+    },
+
+    async remove(orgId: string, id: string) {
+      if (!(await repo.deleteWebhook(db, orgId, id))) throw webhookNotFound();
+    },
+
+    /** A new secret signs every attempt from now on, retries of older deliveries included. */
+    async regenerateSecret(orgId: string, id: string) {
+      const secret = generateSigningSecret();
+      if (!(await repo.updateWebhook(db, orgId, id, { secret }))) throw webhookNotFound();
+      return { secret };
+    },
+
+    async listDeliveries(orgId: string, id: string, page: Page) {
+      await get(orgId, id);
+      return (await repo.listDeliveries(db, id, page)).map(toDelivery);
+    },
+
+    async getDelivery(orgId: string, id: string, deliveryId: string) {
+      await get(orgId, id);
+      const row = await repo.findDelivery(db, id, deliveryId);
+      if (!row) throw deliveryNotFound();
+      const payload = await repo.findDeliveryPayload(db, deliveryId);
+      const attempts = await repo.listAttempts(db, deliveryId);
+      return {
+        ...toDelivery(row),
+        payload: JSON.parse(payload ?? '{}') as Record<string, unknown>,
+        attempt_history: attempts.map((attempt) => ({ ...attempt, attempted_at: toIso(attempt.attempted_at) })),
+      };
+    },
+
+    /** Sends the same delivery (same id, same body) again now, with a fresh retry schedule. */
+    async redeliver(orgId: string, id: string, deliveryId: string) {
+      const webhook = await get(orgId, id);
+      if (!(await repo.findDelivery(db, id, deliveryId))) throw deliveryNotFound();
+      if (!webhook.enabled) throw badRequest('Webhook is disabled; enable it before redelivering');
+      await repo.requeueDelivery(db, id, deliveryId);
+      options.outbox?.wake();
+      return { id: deliveryId, status: 'pending' as const };
+    },
+
+    /**
+     * The run-finished hook: one delivery per enabled webhook of the run's deployment and
+     * environment that wants the event, written in the transaction that ends the run.
+     */
+    async enqueueForRun(trx: Transaction<Database>, run: FinishedRun): Promise<string[]> {
+      const event = eventForRun(run);
+      if (event === null) return [];
+      const payload = buildPayload(event, run);
+      const lease = options.outbox?.leaseForNew() ?? null;
+      const rows = await repo.insertRunDeliveries(trx, {
+        deploymentId: run.deployment_id,
+        environment: run.environment,
+        event,
+        runId: run.id,
+        payload,
+        ids: Array.from({ length: IDS_PER_RUN }, () => newId('dlv')),
+        lease,
+        notifyChannel: DELIVERY_CHANNEL,
+      });
+      if (lease && rows.length > 0) options.outbox?.written(rows.map((row) => ({ ...row, event, payload })));
+      return rows.map((row) => row.id);
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;

@@ -1,0 +1,271 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { DatabaseHandle } from '../db/connect.js';
+import type { Database } from '../db/types.js';
+import { randomToken } from '../ids.js';
+import { type CommitListener, listenForCommits } from './commit-listener.js';
+import * as repo from './repository.js';
+import { retryDelaySeconds } from './retry.js';
+import { createSender, type Sender } from './sender.js';
+import type { DeliveryOutbox, WrittenDelivery } from './service.js';
+import { deliveryHeaders } from './signer.js';
+
+export interface DeliveryWorkerOptions {
+  database: DatabaseHandle;
+  logger: Logger;
+  timeoutSeconds: number;
+  retrySchedule: readonly number[];
+  allowPrivateUrls: boolean;
+  /** Longest sleep between looks at the outbox (retries due, deliveries of other instances). */
+  pollIntervalMs?: number;
+  /** Claimed attempts in flight at once. */
+  concurrency?: number;
+  /** Wait for commits by NOTIFY (default); false: look them up instead (tests of that path). */
+  listen?: boolean;
+  /** Told the outcome of every attempt (for metrics): `pending` means a retry is scheduled. */
+  onAttempt?: (outcome: 'succeeded' | 'failed' | 'pending') => void;
+}
+
+/**
+ * Deliveries written at a run's end wait here for their commit. The commit's NOTIFY starts them;
+ * without it they are looked up: at once when no listener runs, else after this long.
+ */
+const COMMIT_CHECK_MS = { listening: 250, polling: 5 } as const;
+/** A written delivery never seen committed is forgotten after this (its transaction rolled back). */
+const COMMIT_GIVE_UP_MS = 30_000;
+/** A claim that found nothing while something is due (locked by another claimer) waits this long. */
+const BUSY_BACKOFF_MS = 25;
+/** On shutdown, attempts in flight get this long to finish before they are aborted and released. */
+const SHUTDOWN_GRACE_MS = 2_000;
+
+type Sendable = repo.ClaimedDelivery;
+
+/**
+ * The outbox worker: sends deliveries as their run-ending transactions commit, leases due ones
+ * (retries, other instances' leftovers) with SKIP LOCKED, signs each attempt, records it and
+ * schedules the next. Leases make it safe beside other instances and resumable after a crash.
+ */
+export function createDeliveryWorker(options: DeliveryWorkerOptions) {
+  const { database, logger, retrySchedule } = options;
+  const db: Kysely<Database> = database.db;
+  const pollIntervalMs = options.pollIntervalMs ?? 1_000;
+  const concurrency = options.concurrency ?? 32;
+  // Long enough that a live attempt (bounded by the timeout) always ends before its lease does.
+  const leaseSeconds = options.timeoutSeconds * 3 + 10;
+
+  let sender: Sender | null = null;
+  let listener: CommitListener | null = null;
+  let running = false;
+  let loopDone: Promise<void> = Promise.resolve();
+  let abort = new AbortController();
+  /** The lease this instance writes new deliveries with. */
+  let ownToken = randomToken(16);
+  const inFlight = new Set<Promise<void>>();
+  const awaitingCommit = new Map<string, { delivery: Sendable; since: number }>();
+
+  let wakeUp: (() => void) | null = null;
+  // A wake that comes while a pass runs is kept, so the sleep after that pass is skipped.
+  let wakePending = false;
+
+  function wake() {
+    const resolve = wakeUp;
+    wakeUp = null;
+    if (resolve) resolve();
+    else wakePending = true;
+  }
+
+  function sleep(ms: number): Promise<void> {
+    if (wakePending) {
+      wakePending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        wakeUp = null;
+        resolve();
+      }, ms);
+      timer.unref();
+      wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  async function attempt(delivery: Sendable, leaseToken: string, active: Sender): Promise<void> {
+    if (!delivery.enabled) {
+      await repo.closeWithoutAttempt(db, delivery.id, leaseToken, 'Webhook is disabled');
+      return;
+    }
+    const attemptedAt = new Date();
+    let result: Awaited<ReturnType<Sender['send']>>;
+    try {
+      result = await active.send({
+        url: delivery.url,
+        headers: deliveryHeaders({
+          secret: delivery.secret,
+          event: delivery.event,
+          deliveryId: delivery.id,
+          body: delivery.payload,
+          now: attemptedAt,
+        }),
+        body: delivery.payload,
+        signal: abort.signal,
+      });
+    } catch {
+      // Aborted by shutdown: give the delivery back untouched so a restart resumes it at once.
+      await repo.releaseLease(db, delivery.id, leaseToken);
+      return;
+    }
+
+    const gone = result.responseStatus === 410;
+    const succeeded = result.errorMessage === null;
+    const retryIn = succeeded || gone ? null : retryDelaySeconds(retrySchedule, delivery.cycle_attempts + 1);
+    const outcome: repo.AttemptOutcome = {
+      status: succeeded ? 'succeeded' : retryIn === null ? 'failed' : 'pending',
+      responseStatus: result.responseStatus,
+      errorMessage: gone ? 'Receiver answered 410 Gone; the webhook has been disabled' : result.errorMessage,
+      attemptedAt,
+      durationMs: result.durationMs,
+      retryInSeconds: retryIn,
+    };
+    await db.transaction().execute(async (trx) => {
+      const recorded = await repo.recordAttempt(trx, delivery, leaseToken, outcome);
+      if (recorded && gone) await repo.disableWebhook(trx, delivery.webhook_id);
+    });
+    options.onAttempt?.(outcome.status);
+    if (gone) logger.warn({ webhookId: delivery.webhook_id }, 'webhook disabled: receiver answered 410 Gone');
+    // The loop's sleep was set before this retry existed; let it count the retry in.
+    if (outcome.status === 'pending') wake();
+  }
+
+  function start(delivery: Sendable, leaseToken: string) {
+    if (!sender) return;
+    const task = attempt(delivery, leaseToken, sender)
+      .catch((error: unknown) => {
+        // The lease expires and a later pass retries; nothing is lost.
+        logger.error({ err: error, deliveryId: delivery.id }, 'recording a webhook delivery failed');
+      })
+      .finally(() => {
+        inFlight.delete(task);
+        // A freed slot matters only when the last pass stopped claiming for want of one.
+        if (inFlight.size + 1 >= concurrency) wake();
+      });
+    inFlight.add(task);
+  }
+
+  /** A commit's NOTIFY: the delivery is durable now, and already leased to us. */
+  function committed(id: string) {
+    const entry = awaitingCommit.get(id);
+    if (!entry || !running) return;
+    awaitingCommit.delete(id);
+    start(entry.delivery, ownToken);
+  }
+
+  /** Written deliveries whose NOTIFY has not come (no listener, or a lost one): ask the database. */
+  async function checkCommits(): Promise<number | null> {
+    if (awaitingCommit.size === 0) return null;
+    const now = Date.now();
+    const checkAfter = listener?.active ? COMMIT_CHECK_MS.listening : COMMIT_CHECK_MS.polling;
+    const due = [...awaitingCommit].filter(([, entry]) => now - entry.since >= checkAfter).map(([id]) => id);
+    if (due.length > 0) {
+      for (const id of await repo.findLeased(db, due, ownToken)) committed(id);
+      for (const id of due) {
+        const entry = awaitingCommit.get(id);
+        if (entry && now - entry.since > COMMIT_GIVE_UP_MS) awaitingCommit.delete(id);
+      }
+    }
+    if (awaitingCommit.size === 0) return null;
+    const oldest = Math.min(...[...awaitingCommit.values()].map((entry) => entry.since));
+    return Math.max(COMMIT_CHECK_MS.polling, oldest + checkAfter - Date.now());
+  }
+
+  /** One look at the outbox; returns how long to sleep before the next. */
+  async function pass(): Promise<number> {
+    const commitWait = await checkCommits();
+    const free = concurrency - inFlight.size;
+    let waitMs = pollIntervalMs;
+    if (free > 0) {
+      const leaseToken = randomToken(16);
+      const claimed = await repo.claimDue(db, free, leaseToken, leaseSeconds);
+      for (const delivery of claimed) start(delivery, leaseToken);
+      if (claimed.length === free) return 0;
+      const due = await repo.secondsUntilNextDue(db);
+      if (due !== null) {
+        const dueMs = Math.ceil(due * 1000);
+        waitMs = Math.min(pollIntervalMs, claimed.length === 0 && dueMs === 0 ? BUSY_BACKOFF_MS : dueMs);
+      }
+    }
+    return commitWait === null ? waitMs : Math.min(waitMs, commitWait);
+  }
+
+  async function loop() {
+    while (running) {
+      let waitMs: number;
+      try {
+        waitMs = await pass();
+      } catch (error) {
+        if (!running) break;
+        logger.error({ err: error }, 'webhook delivery worker pass failed');
+        waitMs = pollIntervalMs;
+      }
+      if (running && waitMs > 0) await sleep(waitMs);
+    }
+  }
+
+  const outbox: DeliveryOutbox = {
+    leaseForNew: () => (running ? { token: ownToken, seconds: leaseSeconds } : null),
+    written(deliveries: WrittenDelivery[]) {
+      const since = Date.now();
+      for (const delivery of deliveries) {
+        awaitingCommit.set(delivery.id, {
+          delivery: { ...delivery, attempts: 0, cycle_attempts: 0, enabled: true },
+          since,
+        });
+      }
+      // Without a listener the loop looks the commit up shortly.
+      if (!listener?.active) setImmediate(wake);
+    },
+    wake: () => setImmediate(wake),
+  };
+
+  return {
+    outbox,
+
+    async start() {
+      if (running) return;
+      running = true;
+      abort = new AbortController();
+      ownToken = randomToken(16);
+      sender = createSender({ timeoutSeconds: options.timeoutSeconds, allowPrivateUrls: options.allowPrivateUrls });
+      try {
+        listener = options.listen === false ? null : await listenForCommits(database, committed, logger);
+      } catch (error) {
+        logger.warn({ err: error }, 'webhook commit listener unavailable; polling instead');
+        listener = null;
+      }
+      loopDone = loop();
+    },
+
+    async stop() {
+      if (!running) return;
+      running = false;
+      wake();
+      await loopDone;
+      await listener?.close().catch(() => {});
+      listener = null;
+      const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
+      await Promise.race([Promise.allSettled([...inFlight]), grace]);
+      abort.abort();
+      await Promise.allSettled([...inFlight]);
+      // Leased to us but never sent: hand them back so another instance or a restart sends them at once.
+      const unsent = [...awaitingCommit.keys()];
+      awaitingCommit.clear();
+      await Promise.allSettled(unsent.map((id) => repo.releaseLease(db, id, ownToken)));
+      await sender?.close();
+      sender = null;
+    },
+  };
+}
+
+export type DeliveryWorker = ReturnType<typeof createDeliveryWorker>;

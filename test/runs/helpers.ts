@@ -1,0 +1,214 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { createAccessService } from '../../src/access/service.js';
+import { buildApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import type { RunTimings } from '../../src/runs/runtime.js';
+import { ADMIN_KEY, type CallOptions } from '../helpers/app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+
+export const CREWS = path.resolve(import.meta.dirname, '../../examples/crews');
+export const crew = (file: string) => [process.execPath, path.join(CREWS, file)];
+
+/** Short intervals so tests of keepalives, fallbacks and kills finish quickly. */
+export const FAST_TIMINGS: Partial<RunTimings> = { keepaliveMs: 200, pollMs: 100, killGraceMs: 300, leaseTickMs: 200 };
+
+export interface RunContext {
+  app: FastifyInstance;
+  database: TestDatabase;
+  config: Config;
+  baseUrl: string;
+  call(method: InjectOptions['method'], url: string, options?: CallOptions): Promise<LightMyRequestResponse>;
+  /** Builds a new app on the same database (a restart after `app.close()`); it becomes `app`. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function configFor(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    BOOTSTRAP_API_KEY: ADMIN_KEY,
+    LOG_LEVEL: 'silent',
+    DATA_DIR: './data-test',
+    PATH: process.env.PATH ?? '',
+    ...env,
+  });
+}
+
+async function listen(app: FastifyInstance): Promise<string> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  return `http://127.0.0.1:${address.port}`;
+}
+
+/** The app on a fresh database, listening on a real port (streams need real sockets). */
+export async function createRunContext(
+  env: Record<string, string> = {},
+  timings: Partial<RunTimings> = FAST_TIMINGS,
+  database?: TestDatabase,
+): Promise<RunContext> {
+  const config = configFor(env);
+  const db = database ?? (await createTestDatabase());
+  await createAccessService(db.handle.db).bootstrap(config.bootstrapApiKey);
+  const build = () => buildApp({ config, database: db.handle, logger: createLogger(config.logLevel), timings });
+  const app = await build();
+  const baseUrl = await listen(app);
+  const ctx: RunContext = {
+    app,
+    database: db,
+    config,
+    baseUrl,
+    call(method, url, options = {}) {
+      const key = options.key === undefined ? ADMIN_KEY : options.key;
+      const headers: Record<string, string> = { ...options.headers };
+      if (key !== null) headers.authorization = `Bearer ${key}`;
+      return ctx.app.inject({
+        method,
+        url,
+        headers,
+        ...(options.body === undefined ? {} : { payload: options.body as object }),
+      });
+    },
+    async restart() {
+      ctx.app = await build();
+      ctx.baseUrl = await listen(ctx.app);
+    },
+    async close() {
+      await ctx.app.close();
+      if (!database) await db.destroy();
+    },
+  };
+  return ctx;
+}
+
+export async function deploy(
+  ctx: Pick<RunContext, 'call'>,
+  command: string[],
+  options: { env?: Record<string, string>; timeout_seconds?: number; cwd?: string; key?: string } = {},
+): Promise<{ deploymentId: string; versionId: string }> {
+  const created = await ctx.call('POST', '/v1/deployments', { body: { name: 'crew' }, key: options.key });
+  if (created.statusCode !== 201) throw new Error(`deployment: ${created.body}`);
+  const deploymentId = created.json().id as string;
+  const { key: _key, ...version } = options;
+  const versioned = await ctx.call('POST', `/v1/deployments/${deploymentId}/versions`, {
+    body: { command, environment: 'production', ...version },
+    key: options.key,
+  });
+  if (versioned.statusCode !== 201) throw new Error(`version: ${versioned.body}`);
+  return { deploymentId, versionId: versioned.json().id };
+}
+
+export async function startRun(
+  ctx: Pick<RunContext, 'call'>,
+  deploymentId: string,
+  input: Record<string, unknown> = {},
+  key?: string,
+): Promise<{ run_id: string; status: string; version_id: string; version_number: number }> {
+  const response = await ctx.call('POST', '/v1/runs', { body: { deployment_id: deploymentId, input }, key });
+  if (response.statusCode !== 202) throw new Error(`run: ${response.statusCode} ${response.body}`);
+  return response.json();
+}
+
+const TERMINAL = ['succeeded', 'failed', 'canceled'];
+
+/** Polls the run until it is terminal (or in one of `statuses`); fails after `timeoutMs`. */
+export async function waitForRun(
+  ctx: Pick<RunContext, 'call'>,
+  runId: string,
+  statuses: string[] = TERMINAL,
+  timeoutMs = 20_000,
+  key?: string,
+) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await ctx.call('GET', `/v1/runs/${runId}`, { key });
+    const run = response.json();
+    if (statuses.includes(run.status)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status}`);
+    await sleep(20);
+  }
+}
+
+export async function until<T>(
+  probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(20);
+  }
+}
+
+export interface SseMessage {
+  id?: string;
+  data?: unknown;
+  comment?: string;
+}
+
+/** Reads an SSE response over a real socket until the server closes it (or `stopWhen` says so). */
+export async function readStream(
+  url: string,
+  options: { headers?: Record<string, string>; stopWhen?: (message: SseMessage, all: SseMessage[]) => boolean } = {},
+): Promise<{ status: number; contentType: string | null; messages: SseMessage[]; body: string }> {
+  const controller = new AbortController();
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, ...options.headers },
+    signal: controller.signal,
+  });
+  const messages: SseMessage[] = [];
+  let body = '';
+  if (!response.body) return { status: response.status, contentType: null, messages, body };
+  const decoder = new TextDecoder();
+  let buffer = '';
+  try {
+    for await (const chunk of response.body) {
+      const text = decoder.decode(chunk as Uint8Array, { stream: true });
+      body += text;
+      buffer += text;
+      let split = buffer.indexOf('\n\n');
+      while (split !== -1) {
+        const block = buffer.slice(0, split);
+        buffer = buffer.slice(split + 2);
+        const message: SseMessage = {};
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':')) message.comment = line.slice(1).trim();
+          else if (line.startsWith('id: ')) message.id = line.slice(4);
+          else if (line.startsWith('data: ')) message.data = JSON.parse(line.slice(6));
+        }
+        messages.push(message);
+        if (options.stopWhen?.(message, messages)) {
+          controller.abort();
+          return { status: response.status, contentType: response.headers.get('content-type'), messages, body };
+        }
+        split = buffer.indexOf('\n\n');
+      }
+    }
+  } catch {
+    // Aborted by stopWhen, or the server dropped the connection: what arrived is the answer.
+  }
+  return { status: response.status, contentType: response.headers.get('content-type'), messages, body };
+}
+
+/** The `data` objects of a stream, keepalive comments left out. */
+export const dataOf = (messages: SseMessage[]) =>
+  messages.filter((message) => message.data !== undefined).map((message) => message.data as Record<string, unknown>);
+
+export function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  // A zombie waiting for its parent to reap it has exited all the same.
+  try {
+    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+}

@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRunContext, crew, deploy, type RunContext, startRun, waitForRun } from './helpers.js';
+
+describe('output and event limits', () => {
+  let ctx: RunContext;
+  let deploymentId: string;
+
+  beforeAll(async () => {
+    ctx = await createRunContext();
+    deploymentId = (await deploy(ctx, crew('large-output.mjs'))).deploymentId;
+  });
+  afterAll(() => ctx.close());
+
+  const storedEvents = (runId: string) =>
+    ctx.database.handle.db
+      .selectFrom('run_events')
+      .select(['seq', 'type', 'data'])
+      .where('run_id', '=', runId)
+      .orderBy('seq')
+      .execute();
+
+  it('turns a line over 1 MiB into a log event saying so, and carries on', async () => {
+    const { run_id } = await startRun(ctx, deploymentId, { mode: 'long_line' });
+    const run = await waitForRun(ctx, run_id);
+    expect(run).toMatchObject({ status: 'succeeded', output: { after: 'long line' } });
+    const notice = (await storedEvents(run_id)).find((event) => event.type === 'log');
+    expect(notice?.data).toEqual({
+      message: 'Line truncated: 2097152 bytes exceed the limit of 1048576 bytes per line',
+      truncated: true,
+      bytes: 2097152,
+      head: 'x'.repeat(1024),
+    });
+  });
+
+  it('keeps 10,000 events of a run and says once that the rest were dropped', async () => {
+    const { run_id } = await startRun(ctx, deploymentId, { mode: 'many_events', count: 10_050 });
+    const run = await waitForRun(ctx, run_id, undefined, 60_000);
+    expect(run).toMatchObject({ status: 'succeeded', output: { written: 10_050 } });
+    const events = await storedEvents(run_id);
+    expect(events).toHaveLength(1 + 10_000 + 1 + 1);
+    expect(events.map((event) => event.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
+    expect(events[10_000]?.data).toMatchObject({ message: 'event 10000' });
+    expect(events[10_001]).toMatchObject({
+      type: 'log',
+      data: { message: 'Event limit of 10000 events per run reached; further events are dropped', limit: 10_000 },
+    });
+    expect(events.at(-1)?.type).toBe('run.completed');
+  }, 90_000);
+
+  it('fails a run whose result is over 1 MiB', async () => {
+    const run = await waitForRun(ctx, (await startRun(ctx, deploymentId, { mode: 'big_result' })).run_id);
+    expect(run).toMatchObject({ status: 'failed', error_message: 'Runner output exceeds the limit of 1 MiB' });
+  });
+
+  it('fails a run whose output is not an object', async () => {
+    const run = await waitForRun(ctx, (await startRun(ctx, deploymentId, { mode: 'bad_output' })).run_id);
+    expect(run).toMatchObject({ status: 'failed', error_message: 'Runner result output must be a JSON object' });
+  });
+});
