@@ -15,6 +15,7 @@ import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createMetrics } from './metrics/registry.js';
 import { metricsRoutes } from './metrics/routes.js';
+import { countActiveRuns } from './runs/repository.js';
 import { runRoutes } from './runs/routes.js';
 import { createRunRuntime, type RunTimings } from './runs/runtime.js';
 import { tableRoutes } from './tables/routes.js';
@@ -69,7 +70,7 @@ export async function buildApp({
   });
 
   const { db } = database;
-  const metrics = createMetrics();
+  const metrics = createMetrics(() => countActiveRuns(db));
   const access = createAccessService(db);
   const deployments = createDeploymentService(db);
   const runtime = createRunRuntime({

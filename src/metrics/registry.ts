@@ -1,10 +1,28 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
+/** Counts of runs by status, read at scrape time (shared truth across instances). */
+export type ActiveRunCounter = () => Promise<Array<{ status: string; count: number }>>;
+
 /** The service's Prometheus metrics; one registry per app, so tests can build many apps in one process. */
-export function createMetrics() {
+export function createMetrics(countActiveRuns?: ActiveRunCounter) {
   const registry = new Registry();
   return {
     registry,
+    activeRuns: new Gauge({
+      name: 'crewd_runs',
+      help: 'Runs now pending or running, across all instances',
+      labelNames: ['status'] as const,
+      registers: [registry],
+      async collect() {
+        if (!countActiveRuns) return;
+        const counts = new Map([
+          ['pending', 0],
+          ['running', 0],
+        ]);
+        for (const row of await countActiveRuns()) counts.set(row.status, row.count);
+        for (const [status, count] of counts) this.set({ status }, count);
+      },
+    }),
     httpRequestDuration: new Histogram({
       name: 'crewd_http_request_duration_seconds',
       help: 'HTTP request latency by method, route and status code',

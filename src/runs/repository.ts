@@ -275,3 +275,13 @@ export function listEventsAfter(db: Db, runId: string, afterSeq: number, limit: 
     .limit(limit)
     .execute();
 }
+
+/** Runs now pending or running, by status, across all instances (for metrics). */
+export function countActiveRuns(db: Db) {
+  return db
+    .selectFrom('runs')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('count')])
+    .where('status', 'in', ['pending', 'running'])
+    .groupBy('status')
+    .execute();
+}
