@@ -52,6 +52,7 @@ export function createRunStreams(options: {
       observer.streamOpened?.();
       void stream.done.then(() => {
         open.delete(stream);
+        report();
         observer.streamClosed?.();
       });
       return stream;

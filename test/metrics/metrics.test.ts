@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunContext, crew, deploy, type RunContext, readStream, startRun, waitForRun } from '../runs/helpers.js';
+import {
+  createRunContext,
+  crew,
+  deploy,
+  type RunContext,
+  readStream,
+  startRun,
+  until,
+  waitForRun,
+} from '../runs/helpers.js';
 
 /** The value of one sample line of the Prometheus text, e.g. `crewd_runs{status="running"}`. */
 function sample(text: string, name: string): number {
@@ -39,7 +48,11 @@ describe('GET /metrics', () => {
     const pending = await startRun(ctx, slow.deploymentId);
     await waitForRun(ctx, pending.run_id, ['running']);
 
-    const after = await scrape();
+    // Streams report relayed events when they close, which follows the client's disconnect.
+    const after = await until(async () => {
+      const text = await scrape();
+      return sample(text, 'crewd_open_streams') === 0 ? text : null;
+    });
     expect(sample(after, 'crewd_runs_started_total')).toBe(3);
     expect(sample(after, 'crewd_runs_finished_total{status="succeeded"}')).toBe(1);
     expect(sample(after, 'crewd_runs_finished_total{status="failed"}')).toBe(1);
