@@ -8,7 +8,6 @@ import { createRateLimiter } from './rate-limit.js';
 
 export interface Principal {
   orgId: string;
-  orgName: string;
   keyId: string;
   keyName: string;
   role: Role;
@@ -54,12 +53,11 @@ const authPlugin: FastifyPluginAsync<{ db: Kysely<Database>; rateLimitPerMinute:
     if (!match?.[1]) throw unauthorized();
     const row = await db
       .selectFrom('api_keys')
-      .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
-      .select(['api_keys.id', 'api_keys.name', 'api_keys.role', 'api_keys.org_id', 'organizations.name as org_name'])
-      .where('api_keys.key_hash', '=', hashSecret(match[1]))
+      .select(['id', 'name', 'role', 'org_id'])
+      .where('key_hash', '=', hashSecret(match[1]))
       .executeTakeFirst();
     if (!row) throw unauthorized();
-    request.principal = { orgId: row.org_id, orgName: row.org_name, keyId: row.id, keyName: row.name, role: row.role };
+    request.principal = { orgId: row.org_id, keyId: row.id, keyName: row.name, role: row.role };
     const waitSeconds = limiter?.take(row.id) ?? 0;
     if (waitSeconds > 0) {
       reply.header('retry-after', String(waitSeconds));
