@@ -79,6 +79,7 @@ export async function buildApp({
     logger,
     deployments,
     timings,
+    listen: database.backend === 'postgres' ? database.pool?.options : undefined,
     observer: {
       runStarted: () => metrics.runsStarted.inc(),
       runFinished: (status) => metrics.runsFinished.inc({ status }),
@@ -112,7 +113,6 @@ export async function buildApp({
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
   app.addHook('onReady', async () => deliveryWorker.start());
   app.addHook('onClose', async () => deliveryWorker.stop());
-  app.decorate('services', { access, deployments });
 
   await registerOpenApi(app, VERSION);
   await app.register(metricsRoutes, { metrics });
@@ -131,15 +131,5 @@ export async function buildApp({
     { prefix: '/v1' },
   );
   await app.register(incomingTriggerRoutes, { incoming: incomingWebhooks });
-  void config;
   return app;
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    services: {
-      access: ReturnType<typeof createAccessService>;
-      deployments: ReturnType<typeof createDeploymentService>;
-    };
-  }
 }

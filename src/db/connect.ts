@@ -25,6 +25,10 @@ export function connectPostgres(url: string, poolSize = 20): DatabaseHandle {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client that loses its server emits 'error'; without a listener it would crash the process.
   pool.on('error', () => {});
+  // A client in use between two queries (checked out, in a transaction) that loses its server also emits 'error',
+  // and the pool listens only to idle ones: unheard, it would crash the process. The query in flight fails on its
+  // own, and the pool drops the broken client when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, backend: 'postgres', pool, close: () => db.destroy() };
 }

@@ -5,6 +5,8 @@ export interface LocalEventBus extends RunEventFeed {
   /** Tells new subscribers about runs going on here (the supervisor owns them). */
   setLiveSource(source: (runId: string) => LiveRunState | null): void;
   listenerCount(runId: string): number;
+  /** Events of a run going on here have been stored (other instances may now be told). */
+  stored?(runId: string, events: readonly LiveEvent[]): void;
 }
 
 /** In-process fan-out of run events; publishing never waits on a listener. */

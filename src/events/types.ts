@@ -15,6 +15,8 @@ export interface LiveEvent {
   end?: RunEnd;
   /** The encoded SSE frame, made by the first stream that sends the event and shared by the rest. */
   frame?: Buffer;
+  /** Came from another instance: announced once stored, so a gap before it can be read from the store. */
+  remote?: boolean;
 }
 
 export type LiveListener = (event: LiveEvent) => void;
@@ -29,6 +31,8 @@ export interface LiveRunState {
 export interface LiveSubscription {
   /** The run as it is going on here, or null when the feed does not run it (read the store). */
   live: LiveRunState | null;
+  /** The feed also relays the run's events if another instance runs it (no need to poll). */
+  remote?: boolean;
   close(): void;
 }
 
@@ -38,5 +42,5 @@ export interface LiveSubscription {
  */
 export interface RunEventFeed {
   /** Null when this feed cannot deliver the run's events (streams then fall back to polling). */
-  subscribe(runId: string, listener: LiveListener): LiveSubscription | null;
+  subscribe(runId: string, listener: LiveListener, onRemoteLost?: () => void): LiveSubscription | null;
 }

@@ -1,9 +1,12 @@
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/types.js';
 import type { DeploymentService } from '../deployments/service.js';
 import { createLocalEventBus } from '../events/bus.js';
+import { composeFeeds } from '../events/composite-feed.js';
+import { createPgEventFeed } from '../events/pg-feed.js';
 import { createSupervisor } from '../supervisor/supervisor.js';
 import { createThreadService } from '../threads/service.js';
 import { createRunLifecycle } from './lifecycle.js';
@@ -21,6 +24,8 @@ export interface RunTimings {
   killGraceMs: number;
   /** Supervisor heartbeat and sweep; default a third of INSTANCE_LEASE_SECONDS. */
   leaseTickMs?: number;
+  /** False leaves the PostgreSQL feed of other instances' runs off (tests of the polling fallback). */
+  crossInstanceFeed?: boolean;
 }
 
 export const DEFAULT_RUN_TIMINGS: RunTimings = { keepaliveMs: 15_000, pollMs: 2_000, killGraceMs: 5_000 };
@@ -33,11 +38,18 @@ export function createRunRuntime(options: {
   deployments: DeploymentService;
   timings?: Partial<RunTimings> | undefined;
   observer?: RunObserver | undefined;
+  /** On PostgreSQL: the connection settings for the LISTEN/NOTIFY feed of other instances' runs. */
+  listen?: pg.ClientConfig | undefined;
 }) {
   const { db, config, logger, deployments } = options;
   const observer = options.observer ?? {};
   const timings = { ...DEFAULT_RUN_TIMINGS, ...options.timings };
-  const bus = createLocalEventBus();
+  const local = createLocalEventBus();
+  const remote =
+    options.listen && timings.crossInstanceFeed !== false
+      ? createPgEventFeed({ connection: options.listen, db, instanceId: () => supervisor.instanceId, logger })
+      : null;
+  const bus = remote ? composeFeeds(local, remote) : local;
   const lifecycle = createRunLifecycle(db, logger, observer);
   const supervisor = createSupervisor({
     db,
@@ -69,12 +81,16 @@ export function createRunRuntime(options: {
     runs,
     threads,
     streams,
-    start: () => supervisor.start(),
+    start: async () => {
+      await remote?.start();
+      await supervisor.start();
+    },
     /** Open streams end first, so the HTTP server can close; then the supervisor stops its runners. */
     closeStreams: () => streams.closeAll('The service is shutting down; reconnect with Last-Event-ID to continue'),
     stop: async () => {
       await supervisor.stop();
       streams.stop();
+      await remote?.stop();
     },
   };
 }

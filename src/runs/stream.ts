@@ -103,7 +103,11 @@ export class RunStream {
    * to the organization, before any response has started.
    */
   async prepare(): Promise<void> {
-    this.subscription = this.options.feed.subscribe(this.runId, (event) => this.onLive(event));
+    this.subscription = this.options.feed.subscribe(
+      this.runId,
+      (event) => this.onLive(event),
+      () => this.onRemoteLost(),
+    );
     const live = this.subscription?.live;
     if (live) {
       if (live.orgId === this.orgId) return;
@@ -133,7 +137,7 @@ export class RunStream {
       this.timers.push(lifetime);
 
       const elsewhere = row?.status === 'running' && row.instance_id !== this.options.instanceId;
-      if (!this.subscription || elsewhere) return await this.startPolling();
+      if (!this.subscription || (elsewhere && !this.subscription.remote)) return await this.startPolling();
 
       // A run going on here keeps its recent events in memory: when they reach back far enough,
       // the store has nothing to add.
@@ -142,6 +146,8 @@ export class RunStream {
       if (!live || (first !== undefined && first.seq > this.lastSent + 1)) await this.replayStored();
       if (row && TERMINAL.has(row.status)) return this.complete(endOf(row));
       for (const event of backlog) this.deliver(event);
+      // Events of another instance may leave gaps only the store can fill.
+      if (this.buffered.some((event) => event.remote)) return await this.catchUp();
       for (const event of this.buffered) this.deliver(event);
       this.buffered = [];
       this.bufferedBytes = 0;
@@ -165,12 +171,49 @@ export class RunStream {
       this.bufferedBytes += event.json.length;
       // Still catching up on stored events while live ones pile up: too far behind.
       if (this.bufferedBytes > MAX_CLIENT_BACKLOG_BYTES) this.finish(true);
-    } else if (this.mode === 'live') this.deliver(event);
+    } else if (this.mode === 'live') {
+      // Another instance announces events once stored: a gap, an event too big to carry or the
+      // run's end (whose last events were stored with it) is read from the store.
+      if (event.remote && (event.end || !event.json || event.seq > this.lastSent + 1)) {
+        this.buffered.push(event);
+        void this.catchUp();
+      } else this.deliver(event);
+    }
+  }
+
+  /** Reads the store up to the buffered events of another instance, then delivers them and goes live. */
+  private async catchUp(): Promise<void> {
+    this.mode = 'replaying';
+    try {
+      await this.replayStored();
+      for (let event = this.buffered.shift(); event; event = this.buffered.shift()) {
+        if ((this.mode as string) === 'closed') return;
+        if (event.end && event.remote) {
+          const row = await repo.findRunById(this.options.db, this.runId);
+          return this.complete(row && TERMINAL.has(row.status) ? endOf(row) : event.end);
+        }
+        if (event.remote && event.seq > this.lastSent && (!event.json || event.seq > this.lastSent + 1)) {
+          await this.replayStored();
+        }
+        this.deliver(event);
+      }
+      this.bufferedBytes = 0;
+      if ((this.mode as string) === 'replaying') this.mode = 'live';
+    } catch (error) {
+      this.fault(error);
+    }
+  }
+
+  /** The feed of other instances' runs went down: a run not going on here is polled from now on. */
+  private onRemoteLost(): void {
+    if (this.mode !== 'live' && this.mode !== 'replaying') return;
+    if (this.subscription?.live) return;
+    void this.startPolling().catch((error: unknown) => this.fault(error));
   }
 
   private deliver(event: LiveEvent): void {
     if (this.mode === 'closed') return;
-    if (event.seq > this.lastSent) {
+    if (event.seq > this.lastSent && event.json) {
       if (!this.sink.send(event)) {
         this.finish();
         return;
@@ -240,7 +283,7 @@ export class RunStream {
         await this.replayStored();
         return this.complete(endOf(row));
       }
-      if (row.status === 'running' && row.instance_id !== this.options.instanceId) {
+      if (row.status === 'running' && row.instance_id !== this.options.instanceId && !this.subscription?.remote) {
         this.checking = false;
         await this.startPolling();
       }

@@ -137,6 +137,7 @@ export class RunEventLog {
         );
         this.pending.splice(0, batch.length);
         failures = 0;
+        this.bus.stored?.(this.runId, batch);
       } catch (error) {
         failures++;
         this.logger.error({ err: error, runId: this.runId, failures }, 'storing run events failed');

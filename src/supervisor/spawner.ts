@@ -13,7 +13,14 @@ import type { Logger } from 'pino';
 const HELPER_SOURCE = `
 'use strict';
 const { spawn } = require('node:child_process');
-process.on('disconnect', () => process.exit(0));
+const live = new Set();
+// The service is gone (killed with -9, or stopping): no runner may outlive it.
+process.on('disconnect', () => {
+  for (const pid of live) {
+    try { process.kill(-pid, 'SIGKILL'); } catch {}
+  }
+  process.exit(0);
+});
 process.on('message', (m) => {
   let child;
   try {
@@ -33,12 +40,14 @@ process.on('message', (m) => {
   });
   child.once('spawn', () => {
     started = true;
+    live.add(child.pid);
     child.stdin.on('error', () => {});
     child.stdin.end(m.stdin);
     process.send({ op: 'stdout', id: m.id, pid: child.pid }, child.stdout);
     process.send({ op: 'stderr', id: m.id }, child.stderr);
   });
   child.once('exit', (code, signal) => {
+    live.delete(child.pid);
     if (started) process.send({ op: 'exit', id: m.id, code, signal });
   });
 });

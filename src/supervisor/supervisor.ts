@@ -101,6 +101,8 @@ export function createSupervisor(options: SupervisorOptions) {
   let ticker: NodeJS.Timeout | null = null;
   let retryStart: NodeJS.Timeout | null = null;
   let ticking = false;
+  /** Ends that could not be written (the database was down): kept here and retried every tick. */
+  const unrecorded = new Map<string, { outcome: RunOutcome; nextSeq: number; unstored: repo.EventRow[] }>();
 
   bus.setLiveSource((runId) => {
     const run = active.get(runId);
@@ -194,8 +196,21 @@ export function createSupervisor(options: SupervisorOptions) {
       bus.publish(run.id, liveEnd(ended));
       return true;
     } catch (error) {
-      logger.error({ err: error, runId: run.id }, 'could not record the end of a run');
+      logger.error({ err: error, runId: run.id }, 'could not record the end of a run; retrying on the next tick');
+      unrecorded.set(run.id, { outcome, nextSeq, unstored });
       return false;
+    }
+  }
+
+  async function retryUnrecordedEnds(): Promise<void> {
+    for (const [runId, pending] of unrecorded) {
+      const ended = await lifecycle.end(runId, ['running'], pending.outcome, pending.nextSeq, pending.unstored);
+      // Null: another instance ended it meanwhile (as lost, when this one's lease ran out).
+      unrecorded.delete(runId);
+      if (ended) {
+        logger.info({ runId }, 'end of a run recorded after a retry');
+        bus.publish(runId, liveEnd(ended));
+      }
     }
   }
 
@@ -377,6 +392,7 @@ export function createSupervisor(options: SupervisorOptions) {
     if (ticking || stopping) return;
     ticking = true;
     try {
+      await retryUnrecordedEnds();
       await lease.heartbeat();
       await recoverLostRuns();
       await stopCanceledElsewhere();
@@ -482,6 +498,7 @@ export function createSupervisor(options: SupervisorOptions) {
         void run.process?.terminate();
       }
       await Promise.all([...exits]);
+      await retryUnrecordedEnds().catch(() => {});
       await spawner.stop();
       if (started) await lease.release().catch(() => {});
     },

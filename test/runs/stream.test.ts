@@ -7,6 +7,7 @@ import {
   crew,
   dataOf,
   deploy,
+  FAST_TIMINGS,
   type RunContext,
   readStream,
   type SseMessage,
@@ -23,7 +24,11 @@ describe('run event stream', () => {
   let slow: string;
 
   beforeAll(async () => {
-    ctx = await createRunContext({ EVENT_STREAM_TIMEOUT_SECONDS: '1.5' });
+    // Without the feed of other instances' runs, so the polling fallback can be seen on PostgreSQL too.
+    ctx = await createRunContext(
+      { EVENT_STREAM_TIMEOUT_SECONDS: '1.5' },
+      { ...FAST_TIMINGS, crossInstanceFeed: false },
+    );
     trivial = (await deploy(ctx, crew('trivial.mjs'))).deploymentId;
     slow = (await deploy(ctx, crew('slow.mjs'))).deploymentId;
   });

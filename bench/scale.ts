@@ -1,0 +1,453 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool, WebSocket } from 'undici';
+import { createScratchDatabase } from './lib/database.js';
+import { printFigure } from './lib/figures.js';
+
+/*
+ * `npm run bench -- scale`: crewd on PostgreSQL as real processes (so their memory is read alone),
+ * this process the client. (a) GET /v1/runs/{id} over 50 connections against a bare Fastify route
+ * answering the same JSON from memory, both measured in this run. (b) A mixed load over two
+ * instances on one database for SCALE_MIXED_SECONDS (default 600): runs, streams opened on the
+ * other instance, table queries, webhook deliveries; errors counted, RSS at the start and the end.
+ */
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const CREWS = path.join(ROOT, 'examples/crews');
+const KEY = 'bench-scale-admin-key-0123456789';
+const CONNECTIONS = 50;
+const RPS_SECONDS = Number(process.env.SCALE_RPS_SECONDS ?? 8);
+const MIXED_SECONDS = Number(process.env.SCALE_MIXED_SECONDS ?? 600);
+
+interface Proc {
+  child: ChildProcess;
+  port: number;
+  base: string;
+  rssKb(): number;
+  collectGarbage(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A node process with an inspector (for a full GC before RSS is read), ready once `ready` answers. */
+async function startProcess(args: string[], env: Record<string, string>, ready: string): Promise<Proc> {
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const child = spawn(process.execPath, [`--inspect=127.0.0.1:${inspectorPort}`, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ...env },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    const text = chunk.toString();
+    if (!/Debugger listening|Debugger ending|For help, see|Debugger attached|Waiting for the debugger/.test(text))
+      process.stderr.write(text);
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${base}${ready}`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (i > 600) throw new Error(`${args.join(' ')} did not start`);
+    await sleep(50);
+  }
+  return {
+    child,
+    port,
+    base,
+    rssKb() {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+    },
+    async collectGarbage() {
+      const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json()) as Array<{
+        webSocketDebuggerUrl: string;
+      }>;
+      const socket = new WebSocket(targets[0]?.webSocketDebuggerUrl as string);
+      await new Promise((resolve, reject) => {
+        socket.onopen = resolve;
+        socket.onerror = reject;
+      });
+      await new Promise<void>((resolve) => {
+        socket.onmessage = () => resolve();
+        socket.send(JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' }));
+      });
+      socket.close();
+      await sleep(300);
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+function startCrewd(databaseUrl: string, dataDir: string): Promise<Proc> {
+  return startProcess(
+    ['--import', 'tsx', 'src/server.ts'],
+    {
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: dataDir,
+      BOOTSTRAP_API_KEY: KEY,
+      LOG_LEVEL: 'warn',
+      MAX_CONCURRENT_RUNS: '16',
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      INSTANCE_LEASE_SECONDS: '10',
+    },
+    '/readyz',
+  );
+}
+
+/** The baseline: Fastify with one route answering `body` (parsed once) from memory. */
+function startBare(body: string): Promise<Proc> {
+  const script = `
+    import Fastify from 'fastify';
+    const run = JSON.parse(process.env.BODY);
+    const app = Fastify({ logger: false });
+    app.get('/v1/runs/:id', async () => run);
+    app.get('/ready', async () => ({ ok: true }));
+    await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
+  `;
+  return startProcess(['--input-type=module', '-e', script], { BODY: body }, '/ready');
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+// biome-ignore lint/suspicious/noExplicitAny: replies of a few known shapes, read field by field
+type Json = any;
+
+/** One JSON request; rejects on any status other than `expect`. */
+function request(server: Proc, method: string, url: string, body?: unknown, expect?: number): Promise<Json> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        method,
+        path: url,
+        agent,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          if (expect !== undefined ? status !== expect : status >= 400)
+            reject(new Error(`${method} ${url}: ${status} ${text.slice(0, 200)}`));
+          else resolve(text ? JSON.parse(text) : null);
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** Follows a run's stream to its end; resolves with the `data:` payloads. */
+function follow(server: Proc, runId: string): Promise<Json[]> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: `/v1/runs/${runId}/events`,
+        agent,
+        headers: { authorization: `Bearer ${KEY}`, accept: 'text/event-stream' },
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`stream ${runId}: ${res.statusCode}`));
+          return;
+        }
+        const data: Json[] = [];
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          let end = buffer.indexOf('\n\n');
+          while (end !== -1) {
+            const frame = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const at = frame.indexOf('data: ');
+            if (at !== -1) data.push(JSON.parse(frame.slice(at + 6)));
+            end = buffer.indexOf('\n\n');
+          }
+        });
+        res.on('end', () => resolve(data));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
+async function deployCrew(server: Proc, file: string): Promise<string> {
+  const deployment = await request(server, 'POST', '/v1/deployments', { name: file });
+  await request(server, 'POST', `/v1/deployments/${deployment.id}/versions`, {
+    command: [process.execPath, path.join(CREWS, file)],
+    environment: 'production',
+  });
+  return deployment.id;
+}
+
+/** Requests per second of GET `url` over CONNECTIONS kept-alive connections for `seconds`. */
+async function hammer(base: string, url: string, seconds: number): Promise<number> {
+  const pool = new Pool(base, { connections: CONNECTIONS, pipelining: 1 });
+  const headers = { authorization: `Bearer ${KEY}` };
+  let count = 0;
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (performance.now() < end) {
+        const response = await pool.request({ path: url, method: 'GET', headers });
+        await response.body.text();
+        if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode}`);
+        count++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  await pool.close();
+  return count / elapsed;
+}
+
+async function getRunThroughput(server: Proc, trivial: string): Promise<void> {
+  const created = await request(server, 'POST', '/v1/runs', { deployment_id: trivial, input: { hello: 'world' } }, 202);
+  let body = '';
+  for (;;) {
+    const run = await request(server, 'GET', `/v1/runs/${created.run_id}`);
+    body = JSON.stringify(run);
+    if (run.status === 'succeeded') break;
+    await sleep(50);
+  }
+  const bare = await startBare(body);
+  try {
+    const url = `/v1/runs/${created.run_id}`;
+    await hammer(server.base, url, 2);
+    await hammer(bare.base, url, 2);
+    // Alternated, so a slow moment of the machine falls on both sides.
+    let crewd = 0;
+    let baseline = 0;
+    for (let round = 0; round < 2; round++) {
+      crewd += await hammer(server.base, url, RPS_SECONDS);
+      baseline += await hammer(bare.base, url, RPS_SECONDS);
+    }
+    crewd /= 2;
+    baseline /= 2;
+    printFigure('scale.get_run_rps', Math.round(crewd), 'requests/s');
+    printFigure('scale.get_run_bare_fastify_rps', Math.round(baseline), 'requests/s');
+    printFigure('scale.get_run_rps_ratio', crewd / baseline, 'ratio', { op: '>=', target: 0.35 });
+  } finally {
+    await bare.stop();
+  }
+}
+
+/** A webhook receiver in this process, counting deliveries by their id. */
+async function startReceiver(): Promise<{ url: string; seen: Map<string, number>; close(): Promise<void> }> {
+  const seen = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['x-service-delivery'] ?? '');
+      seen.set(id, (seen.get(id) ?? 0) + 1);
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    seen,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function mixedLoad(a: Proc, b: Proc): Promise<void> {
+  const instances = [a, b];
+  const receiver = await startReceiver();
+  const trivial = await deployCrew(a, 'trivial.mjs');
+  const timed = await deployCrew(a, 'timed-events.mjs');
+  await request(a, 'POST', '/v1/webhooks', {
+    deployment_id: trivial,
+    name: 'bench',
+    url: receiver.url,
+    events: ['run.succeeded', 'run.failed'],
+  });
+  const table = await request(a, 'POST', '/v1/tables', {
+    name: 'scale',
+    columns: [
+      { name: 'title', type: 'text' },
+      { name: 'score', type: 'number' },
+      { name: 'stage', type: 'select', options: ['lead', 'won', 'lost'] },
+    ],
+  });
+
+  let errors = 0;
+  let requests = 0;
+  let deliveriesExpected = 0;
+  let running = true;
+  const fail = (error: unknown) => {
+    errors++;
+    if (errors <= 5) process.stderr.write(`mixed load error: ${error instanceof Error ? error.message : error}\n`);
+  };
+  const loop = (task: (i: number) => Promise<void>) =>
+    (async () => {
+      for (let i = 0; running; i++) {
+        try {
+          await task(i);
+        } catch (error) {
+          fail(error);
+        }
+      }
+    })();
+
+  const workers = [
+    // Runs with a webhook: each run ending makes one delivery.
+    ...[0, 1].map((w) =>
+      loop(async (i) => {
+        const server = instances[(i + w) % 2] as Proc;
+        await request(server, 'POST', '/v1/runs', { deployment_id: trivial, input: { i } }, 202);
+        requests++;
+        deliveriesExpected++;
+        await sleep(100);
+      }),
+    ),
+    // Streams opened on the other instance than the one the run started on.
+    ...[0, 1].map((w) =>
+      loop(async (i) => {
+        const [starter, reader] = (i + w) % 2 === 0 ? [a, b] : [b, a];
+        const run = await request(
+          starter,
+          'POST',
+          '/v1/runs',
+          { deployment_id: timed, input: { count: 30, interval_ms: 10 } },
+          202,
+        );
+        const data = await follow(reader, run.run_id);
+        requests += 2;
+        const ticks = data.filter((item) => item.type === 'tick').length;
+        const last = data.at(-1);
+        if (ticks !== 30 || last?.type !== 'complete' || last.status !== 'succeeded')
+          throw new Error(`stream of ${run.run_id}: ${ticks} ticks, ended with ${JSON.stringify(last)}`);
+      }),
+    ),
+    // Table writes and filtered queries; the table is emptied now and then so it stays small.
+    loop(async (i) => {
+      const server = instances[i % 2] as Proc;
+      const rows = Array.from({ length: 20 }, (_, k) => ({
+        title: `row ${i}-${k}`,
+        score: (i * 20 + k) % 1000,
+        stage: ['lead', 'won', 'lost'][k % 3],
+      }));
+      await request(server, 'POST', `/v1/tables/${table.id}/rows`, rows, 201);
+      await request(server, 'POST', `/v1/tables/${table.id}/query`, {
+        filter: {
+          and: [
+            { column: 'stage', operator: 'eq', value: 'won' },
+            { column: 'score', operator: 'gte', value: 500 },
+          ],
+        },
+        sort_by: 'score',
+        sort_direction: 'desc',
+        limit: 50,
+      });
+      requests += 2;
+      if (i % 50 === 49) {
+        await request(server, 'DELETE', `/v1/tables/${table.id}/rows`, { filter: { and: [] } });
+        requests++;
+      }
+      await sleep(20);
+    }),
+    // Reads of runs by id.
+    loop(async (i) => {
+      const server = instances[i % 2] as Proc;
+      const list = await request(server, 'GET', '/v1/runs?limit=5');
+      for (const run of list.runs ?? []) await request(server, 'GET', `/v1/runs/${run.id}`);
+      requests += 1 + (list.runs?.length ?? 0);
+      await sleep(20);
+    }),
+  ];
+
+  // Warm up before the first memory reading: code paths compiled, pools filled.
+  const warmup = Math.min(30, Math.max(5, MIXED_SECONDS / 10));
+  await sleep(warmup * 1000);
+  for (const server of instances) await server.collectGarbage();
+  const rssStart = instances.map((server) => server.rssKb());
+  await sleep(Math.max(0, MIXED_SECONDS - warmup) * 1000);
+  running = false;
+  await Promise.all(workers);
+
+  // Every delivery goes out once.
+  const deadline = Date.now() + 60_000;
+  while (receiver.seen.size < deliveriesExpected && Date.now() < deadline) await sleep(200);
+  const missing = Math.max(0, deliveriesExpected - receiver.seen.size);
+  const doubled = [...receiver.seen.values()].filter((count) => count > 1).length;
+  if (missing > 0) fail(new Error(`${missing} deliveries never arrived`));
+  if (doubled > 0) fail(new Error(`${doubled} deliveries arrived more than once`));
+  await receiver.close();
+
+  await sleep(2000);
+  for (const server of instances) await server.collectGarbage();
+  const rssEnd = instances.map((server) => server.rssKb());
+  const growth = Math.max(
+    ...rssEnd.map((end, index) => ((end - (rssStart[index] as number)) / (rssStart[index] as number)) * 100),
+  );
+  const label = `scale.mixed_${MIXED_SECONDS}s`;
+  printFigure(`${label}_requests`, requests, 'requests');
+  printFigure(`${label}_deliveries`, receiver.seen.size, 'deliveries');
+  printFigure(`${label}_errors`, errors, 'errors', { op: '=', target: 0 });
+  rssStart.forEach((kb, index) => {
+    const name = index === 0 ? 'a' : 'b';
+    printFigure(`${label}_rss_start_${name}`, Math.round(kb / 1024), 'MB');
+    printFigure(`${label}_rss_end_${name}`, Math.round((rssEnd[index] as number) / 1024), 'MB');
+  });
+  printFigure(`${label}_rss_growth`, growth, '% (largest of the two instances)', { op: '<=', target: 10 });
+}
+
+export async function run(): Promise<void> {
+  const database = await createScratchDatabase();
+  const dirs = [mkdtempSync(path.join(tmpdir(), 'crewd-scale-a-')), mkdtempSync(path.join(tmpdir(), 'crewd-scale-b-'))];
+  const servers: Proc[] = [];
+  try {
+    // The first instance migrates and bootstraps; the second then joins the same database.
+    servers.push(await startCrewd(database.url, dirs[0] as string));
+    servers.push(await startCrewd(database.url, dirs[1] as string));
+    const [a, b] = servers as [Proc, Proc];
+    const trivial = await deployCrew(a, 'trivial.mjs');
+    await getRunThroughput(a, trivial);
+    await mixedLoad(a, b);
+  } finally {
+    for (const server of servers) await server.stop().catch(() => {});
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    await database.drop();
+  }
+}

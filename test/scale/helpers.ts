@@ -1,0 +1,168 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ADMIN_KEY } from '../helpers/app.js';
+import { type ServerProcess, startServer } from '../helpers/server-process.js';
+
+export const CREWS = path.resolve(import.meta.dirname, '../../examples/crews');
+export const crew = (file: string) => [process.execPath, path.join(CREWS, file)];
+
+// biome-ignore lint/suspicious/noExplicitAny: answers of the API, checked by the tests' expectations.
+type Json = any;
+
+/** A crewd instance as a real child process; identity is host name + its own DATA_DIR. */
+export interface Instance {
+  name: string;
+  server: ServerProcess;
+  baseUrl: string;
+  dataDir: string;
+  call(method: string, url: string, body?: unknown): Promise<{ status: number; json: () => Promise<Json> }>;
+  /** kill -9: no shutdown, no lease release. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait for the exit. */
+  stop(): Promise<void>;
+}
+
+export async function startInstance(
+  name: string,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<Instance> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), `crewd-${name}-`));
+  const server = await startServer({
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir,
+    BOOTSTRAP_API_KEY: ADMIN_KEY,
+    LOG_LEVEL: 'info',
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    INSTANCE_LEASE_SECONDS: '3',
+    ...env,
+  });
+  let ended = false;
+  void server.exited.then(() => {
+    ended = true;
+  });
+  const instance: Instance = {
+    name,
+    server,
+    baseUrl: server.baseUrl,
+    dataDir,
+    async call(method, url, body) {
+      const response = await fetch(`${server.baseUrl}${url}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${ADMIN_KEY}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await response.text();
+      return { status: response.status, json: async () => JSON.parse(text) };
+    },
+    async kill() {
+      if (!ended) server.child.kill('SIGKILL');
+      await server.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+    async stop() {
+      if (!ended) server.child.kill('SIGTERM');
+      await server.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return instance;
+}
+
+export async function until<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(50);
+  }
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function deploy(instance: Instance, command: string[]): Promise<string> {
+  const created = await instance.call('POST', '/v1/deployments', {
+    name: `crew-${Math.random().toString(36).slice(2)}`,
+  });
+  if (created.status !== 201) throw new Error(`deployment: ${JSON.stringify(await created.json())}`);
+  const deploymentId = (await created.json()).id as string;
+  const versioned = await instance.call('POST', `/v1/deployments/${deploymentId}/versions`, {
+    command,
+    environment: 'production',
+  });
+  if (versioned.status !== 201) throw new Error(`version: ${JSON.stringify(await versioned.json())}`);
+  return deploymentId;
+}
+
+export async function startRun(
+  instance: Instance,
+  deploymentId: string,
+  input: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Promise<{ run_id: string; status: string }> {
+  const response = await instance.call('POST', '/v1/runs', { deployment_id: deploymentId, input, ...extra });
+  if (response.status !== 202) throw new Error(`run: ${response.status} ${JSON.stringify(await response.json())}`);
+  return response.json();
+}
+
+export async function getRun(instance: Instance, runId: string): Promise<Json> {
+  const response = await instance.call('GET', `/v1/runs/${runId}`);
+  return response.json();
+}
+
+export interface SseMessage {
+  id?: string;
+  data?: Record<string, unknown>;
+  comment?: string;
+}
+
+/** Reads a run's event stream over a real socket until the server ends it or `stopWhen` says so. */
+export async function readStream(
+  url: string,
+  stopWhen?: (message: SseMessage) => boolean,
+): Promise<{ status: number; messages: SseMessage[] }> {
+  const controller = new AbortController();
+  const response = await fetch(url, { headers: { authorization: `Bearer ${ADMIN_KEY}` }, signal: controller.signal });
+  const messages: SseMessage[] = [];
+  if (!response.body) return { status: response.status, messages };
+  const decoder = new TextDecoder();
+  let buffer = '';
+  try {
+    for await (const chunk of response.body) {
+      buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+      let split = buffer.indexOf('\n\n');
+      while (split !== -1) {
+        const block = buffer.slice(0, split);
+        buffer = buffer.slice(split + 2);
+        const message: SseMessage = {};
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':')) message.comment = line.slice(1).trim();
+          else if (line.startsWith('id: ')) message.id = line.slice(4);
+          else if (line.startsWith('data: ')) message.data = JSON.parse(line.slice(6));
+        }
+        messages.push(message);
+        if (stopWhen?.(message)) {
+          controller.abort();
+          return { status: response.status, messages };
+        }
+        split = buffer.indexOf('\n\n');
+      }
+    }
+  } catch {
+    // Aborted, or the server dropped the connection: what arrived is the answer.
+  }
+  return { status: response.status, messages };
+}
