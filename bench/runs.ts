@@ -1,13 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { WebSocket } from 'undici';
 import { createScratchDatabase } from './lib/database.js';
 import { median, percentile, printFigure } from './lib/figures.js';
+import { type Proc, startProcess } from './lib/node-process.js';
 
 /*
  * `npm run bench -- runs`: the run path end to end on PostgreSQL, each figure against a baseline
@@ -21,87 +20,20 @@ const KEY = 'bench-runs-admin-key-0123456789';
 const now = () => performance.timeOrigin + performance.now();
 const RUNNER_VARS = ['CREWD_RUN_ID', 'CREWD_DEPLOYMENT_ID', 'CREWD_VERSION_ID', 'CREWD_THREAD_ID'];
 
-interface Server {
-  child: ChildProcess;
-  base: string;
-  port: number;
-  rssKb(): number;
-  /** A full garbage collection in the server (through its inspector), so RSS shows what is kept. */
-  collectGarbage(): Promise<void>;
-  stop(): Promise<void>;
-}
+type Server = Proc;
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function startServer(databaseUrl: string, dataDir: string): Promise<Server> {
-  const port = await freePort();
-  const inspectorPort = await freePort();
-  const child = spawn(process.execPath, [`--inspect=127.0.0.1:${inspectorPort}`, '--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
+function startServer(databaseUrl: string, dataDir: string): Promise<Server> {
+  return startProcess(
+    ['--import', 'tsx', 'src/server.ts'],
+    {
       DATABASE_URL: databaseUrl,
       DATA_DIR: dataDir,
       BOOTSTRAP_API_KEY: KEY,
-      HOST: '127.0.0.1',
-      PORT: String(port),
       LOG_LEVEL: 'warn',
       MAX_CONCURRENT_RUNS: '16',
     },
-    // The inspector's banner goes to stderr; only real errors are worth showing.
-    stdio: ['ignore', 'inherit', 'pipe'],
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    const text = chunk.toString();
-    if (!/Debugger listening|For help, see|Debugger attached|Waiting for the debugger/.test(text))
-      process.stderr.write(text);
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (i > 600) throw new Error('crewd did not start');
-    await sleep(50);
-  }
-  return {
-    child,
-    base,
-    port,
-    rssKb() {
-      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-      return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
-    },
-    async collectGarbage() {
-      const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json()) as Array<{
-        webSocketDebuggerUrl: string;
-      }>;
-      const socket = new WebSocket(targets[0]?.webSocketDebuggerUrl as string);
-      await new Promise((resolve, reject) => {
-        socket.onopen = resolve;
-        socket.onerror = reject;
-      });
-      await new Promise<void>((resolve) => {
-        socket.onmessage = () => resolve();
-        socket.send(JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' }));
-      });
-      socket.close();
-      await sleep(200);
-    },
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+    '/readyz',
+  );
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
