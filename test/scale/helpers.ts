@@ -4,6 +4,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ADMIN_KEY } from '../helpers/app.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
+import { readStream as readRunStream } from '../runs/helpers.js';
 
 export const CREWS = path.resolve(import.meta.dirname, '../../examples/crews');
 export const crew = (file: string) => [process.execPath, path.join(CREWS, file)];
@@ -134,35 +135,8 @@ export async function readStream(
   url: string,
   stopWhen?: (message: SseMessage) => boolean,
 ): Promise<{ status: number; messages: SseMessage[] }> {
-  const controller = new AbortController();
-  const response = await fetch(url, { headers: { authorization: `Bearer ${ADMIN_KEY}` }, signal: controller.signal });
-  const messages: SseMessage[] = [];
-  if (!response.body) return { status: response.status, messages };
-  const decoder = new TextDecoder();
-  let buffer = '';
-  try {
-    for await (const chunk of response.body) {
-      buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-      let split = buffer.indexOf('\n\n');
-      while (split !== -1) {
-        const block = buffer.slice(0, split);
-        buffer = buffer.slice(split + 2);
-        const message: SseMessage = {};
-        for (const line of block.split('\n')) {
-          if (line.startsWith(':')) message.comment = line.slice(1).trim();
-          else if (line.startsWith('id: ')) message.id = line.slice(4);
-          else if (line.startsWith('data: ')) message.data = JSON.parse(line.slice(6));
-        }
-        messages.push(message);
-        if (stopWhen?.(message)) {
-          controller.abort();
-          return { status: response.status, messages };
-        }
-        split = buffer.indexOf('\n\n');
-      }
-    }
-  } catch {
-    // Aborted, or the server dropped the connection: what arrived is the answer.
-  }
-  return { status: response.status, messages };
+  const { status, messages } = await readRunStream(url, {
+    stopWhen: stopWhen && ((message) => stopWhen(message as SseMessage)),
+  });
+  return { status, messages: messages as SseMessage[] };
 }
