@@ -6,6 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createScratchDatabase } from './lib/database.js';
 import { median, percentile, printFigure } from './lib/figures.js';
+import { type Json, jsonRequest } from './lib/json-request.js';
 import { type Proc, startProcess } from './lib/node-process.js';
 
 /*
@@ -38,39 +39,9 @@ function startServer(databaseUrl: string, dataDir: string): Promise<Server> {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-/** One JSON request over a kept-alive socket. */
-// biome-ignore lint/suspicious/noExplicitAny: replies of a few known shapes, read field by field
-function request(server: Server, method: string, url: string, body?: unknown): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port: server.port,
-        method,
-        path: url,
-        agent,
-        headers: {
-          authorization: `Bearer ${KEY}`,
-          ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => {
-          text += chunk;
-        });
-        res.on('end', () => {
-          if ((res.statusCode ?? 500) >= 400) reject(new Error(`${method} ${url}: ${res.statusCode} ${text}`));
-          else resolve(JSON.parse(text));
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+/** One JSON request over a kept-alive socket; rejects on a 4xx or 5xx. */
+const request = (server: Server, method: string, url: string, body?: unknown): Promise<Json> =>
+  jsonRequest({ port: server.port, key: KEY, agent }, method, url, body);
 
 /**
  * Follows a run's event stream until it ends; `onData` sees each `data:` payload (as text) with

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { createScratchDatabase } from './lib/database.js';
 import { printFigure } from './lib/figures.js';
+import { type Json, jsonRequest } from './lib/json-request.js';
 import { type Proc, startProcess } from './lib/node-process.js';
 
 /*
@@ -55,43 +56,9 @@ function startBare(body: string): Promise<Proc> {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-// biome-ignore lint/suspicious/noExplicitAny: replies of a few known shapes, read field by field
-type Json = any;
-
 /** One JSON request; rejects on any status other than `expect`. */
-function request(server: Proc, method: string, url: string, body?: unknown, expect?: number): Promise<Json> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port: server.port,
-        method,
-        path: url,
-        agent,
-        headers: {
-          authorization: `Bearer ${KEY}`,
-          ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => {
-          text += chunk;
-        });
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          if (expect !== undefined ? status !== expect : status >= 400)
-            reject(new Error(`${method} ${url}: ${status} ${text.slice(0, 200)}`));
-          else resolve(text ? JSON.parse(text) : null);
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const request = (server: Proc, method: string, url: string, body?: unknown, expect?: number): Promise<Json> =>
+  jsonRequest({ port: server.port, key: KEY, agent }, method, url, body, expect);
 
 /** Follows a run's stream to its end; resolves with the `data:` payloads. */
 function follow(server: Proc, runId: string): Promise<Json[]> {
