@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { createAccessService } from '../src/access/service.js';
+import { bootstrapDefaultOrganization } from '../src/access/bootstrap.js';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { connectPglite, connectPostgres, type DatabaseHandle } from '../src/db/connect.js';
@@ -112,7 +112,7 @@ interface Api {
 
 async function startApi(database: DatabaseHandle): Promise<Api> {
   await migrateToLatest(database.db);
-  await createAccessService(database.db).bootstrap(KEY);
+  await bootstrapDefaultOrganization(database.db, KEY);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-bench-'));
   const config = loadConfig({ BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'silent', DATA_DIR: dataDir });
   const app = await buildApp({ config, database, logger: createLogger('silent') });

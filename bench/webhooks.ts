@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
-import { createAccessService } from '../src/access/service.js';
+import { bootstrapDefaultOrganization } from '../src/access/bootstrap.js';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { connectPostgres } from '../src/db/connect.js';
@@ -74,7 +74,7 @@ export async function run(): Promise<void> {
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       PATH: process.env.PATH ?? '',
     });
-    await createAccessService(database.db).bootstrap(config.bootstrapApiKey);
+    await bootstrapDefaultOrganization(database.db, config.bootstrapApiKey);
     app = await buildApp({ config, database, logger: createLogger(config.logLevel) });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as AddressInfo;

@@ -5,8 +5,10 @@ import type { Logger } from 'pino';
 import { accessRoutes } from './access/routes.js';
 import { createAccessService } from './access/service.js';
 import authPlugin from './auth/plugin.js';
+import { createInstanceCaches } from './cache/instance-caches.js';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/connect.js';
+import { createPgListener } from './db/pg-listener.js';
 import { deploymentRoutes } from './deployments/routes.js';
 import { createDeploymentService } from './deployments/service.js';
 import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from './http/error-handler.js';
@@ -71,7 +73,9 @@ export async function buildApp({
 
   const { db } = database;
   const metrics = createMetrics(() => countActiveRuns(db));
-  const access = createAccessService(db);
+  const listener = database.pool ? createPgListener({ connection: database.pool.options, logger }) : null;
+  const caches = createInstanceCaches({ db, backend: database.backend, listener });
+  const access = createAccessService(db, caches);
   const deployments = createDeploymentService(db);
   const runtime = createRunRuntime({
     db,
@@ -79,7 +83,8 @@ export async function buildApp({
     logger,
     deployments,
     timings,
-    listen: database.backend === 'postgres' ? database.pool?.options : undefined,
+    caches,
+    listener,
     observer: {
       runStarted: () => metrics.runsStarted.inc(),
       runFinished: (status) => metrics.runsFinished.inc({ status }),
@@ -89,9 +94,15 @@ export async function buildApp({
     },
   });
   const { runs, threads } = runtime;
-  app.addHook('onReady', async () => runtime.start());
+  app.addHook('onReady', async () => {
+    await listener?.start();
+    await runtime.start();
+  });
   app.addHook('preClose', async () => runtime.closeStreams());
-  app.addHook('onClose', async () => runtime.stop());
+  app.addHook('onClose', async () => {
+    await runtime.stop();
+    await listener?.stop();
+  });
   const tables = createTableService(db);
   const rows = createRowService(db);
   const deliveryWorker = createDeliveryWorker({
@@ -117,7 +128,7 @@ export async function buildApp({
   await registerOpenApi(app, VERSION);
   await app.register(metricsRoutes, { metrics });
   await app.register(healthRoutes, { db });
-  await app.register(authPlugin, { db, rateLimitPerMinute: config.rateLimitPerMinute });
+  await app.register(authPlugin, { db, keys: caches.apiKeys, rateLimitPerMinute: config.rateLimitPerMinute });
   await app.register(
     async (v1) => {
       await v1.register(accessRoutes, { access });

@@ -1,4 +1,4 @@
-import { createAccessService } from './access/service.js';
+import { bootstrapDefaultOrganization } from './access/bootstrap.js';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { connectDatabase } from './db/connect.js';
@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   logger.info({ backend: database.backend }, 'database connected');
   await migrateToLatest(database.db);
 
-  const { generatedKey } = await createAccessService(database.db).bootstrap(config.bootstrapApiKey);
+  const { generatedKey } = await bootstrapDefaultOrganization(database.db, config.bootstrapApiKey);
   if (generatedKey) {
     // Printed once, outside the log stream, so the secret never lands in log storage.
     process.stdout.write(

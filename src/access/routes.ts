@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { requireAdmin } from '../auth/plugin.js';
 import { forbidden } from '../errors.js';
 import { commonErrors } from '../http/error-schema.js';
+import { DEFAULT_ORG_ID } from './bootstrap.js';
 import {
   apiKeySchema,
   createApiKeyBody,
@@ -13,7 +14,7 @@ import {
   listQuery,
   organizationSchema,
 } from './schemas.js';
-import { type AccessService, DEFAULT_ORG_ID } from './service.js';
+import type { AccessService } from './service.js';
 
 /** Organizations and API keys: management routes, admin keys only. */
 export const accessRoutes: FastifyPluginAsyncZod<{ access: AccessService }> = async (app, { access }) => {

@@ -1,13 +1,11 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { generateApiKey, hashSecret } from '../auth/keys.js';
+import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Database, Role } from '../db/types.js';
-import { AppError, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import * as repo from './repository.js';
-
-export const DEFAULT_ORG_ID = 'org_default';
-export const DEFAULT_ORG_NAME = 'default';
 
 const toOrganization = (row: { id: string; name: string; created_at: Date }) => ({
   id: row.id,
@@ -22,7 +20,7 @@ const toApiKey = (row: { id: string; name: string; role: Role; created_at: Date 
   created_at: toIso(row.created_at),
 });
 
-export function createAccessService(db: Kysely<Database>) {
+export function createAccessService(db: Kysely<Database>, caches: Pick<InstanceCaches, 'changing'>) {
   return {
     async createOrganization(name: string) {
       return db.transaction().execute(async (trx) => {
@@ -56,39 +54,10 @@ export function createAccessService(db: Kysely<Database>) {
 
     listApiKeys: async (orgId: string) => (await repo.listApiKeys(db, orgId)).map(toApiKey),
 
+    /** From the next request on the key gets 401, on every instance (the key cache is dropped). */
     async deleteApiKey(orgId: string, id: string) {
-      if (!(await repo.deleteApiKey(db, orgId, id))) throw notFound('API key not found');
-    },
-
-    /**
-     * Makes sure organization `default` exists with an admin key. Returns the secret when one
-     * was generated (to print once), null otherwise. Safe when several instances start at once.
-     */
-    async bootstrap(bootstrapKey: string | undefined): Promise<{ generatedKey: string | null }> {
-      return db.transaction().execute(async (trx) => {
-        await sql`select pg_advisory_xact_lock(7310001)`.execute(trx);
-        await trx
-          .insertInto('organizations')
-          .values({ id: DEFAULT_ORG_ID, name: DEFAULT_ORG_NAME })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        if (await repo.findAdminKey(trx, DEFAULT_ORG_ID)) return { generatedKey: null };
-        const secret = bootstrapKey ?? generateApiKey();
-        const taken = await trx
-          .selectFrom('api_keys')
-          .select('id')
-          .where('key_hash', '=', hashSecret(secret))
-          .executeTakeFirst();
-        if (taken) throw new AppError(500, 'internal', 'BOOTSTRAP_API_KEY is already used by another key');
-        await repo.insertApiKey(trx, {
-          id: newId('key'),
-          org_id: DEFAULT_ORG_ID,
-          name: 'admin',
-          role: 'admin',
-          key_hash: hashSecret(secret),
-        });
-        return { generatedKey: bootstrapKey ? null : secret };
-      });
+      const deleted = await caches.changing('api_keys', (trx) => repo.deleteApiKey(trx, orgId, id));
+      if (!deleted) throw notFound('API key not found');
     },
   };
 }

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
-import pg from 'pg';
 import type { Logger } from 'pino';
+import type { PgListener } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
 import type { LiveEvent, LiveListener, RunEnd } from './types.js';
 
@@ -30,7 +30,7 @@ export interface PgEventFeed {
   subscribe(runId: string, listener: LiveListener, onLost: () => void): RemoteSubscription | null;
   /** Announces events the owner has stored (or a run's end, once committed) to other instances. */
   announce(runId: string, events: readonly LiveEvent[]): void;
-  start(): Promise<void>;
+  start(): void;
   stop(): Promise<void>;
 }
 
@@ -76,33 +76,25 @@ function payloadsFor(instanceId: string, runId: string, events: readonly LiveEve
  * Run events across instances over PostgreSQL LISTEN/NOTIFY. The owner of a run announces
  * events once they are stored (so a listener that sees event N can read 1..N from the store)
  * and its end once committed; announcements gathered in one moment go out in one statement.
- * One dedicated connection per instance listens; when it drops, subscribers are told (they
- * fall back to polling the store) and it reconnects with a growing delay.
+ * Notifications arrive on the instance's shared listener; when its connection drops, subscribers
+ * are told (they fall back to polling the store) and subscribe afresh on their next stream.
  */
 export function createPgEventFeed(options: {
-  /** How to open the LISTEN connection (the pool's own settings). */
-  connection: pg.ClientConfig;
+  listener: PgListener;
   db: Kysely<Database>;
   instanceId: () => string;
   logger: Logger;
-  reconnectMs?: { min: number; max: number };
 }): PgEventFeed {
-  const { logger } = options;
-  const reconnect = options.reconnectMs ?? { min: 500, max: 5000 };
+  const { logger, listener } = options;
   const subscribers = new Map<string, Set<Subscriber>>();
-  let client: pg.Client | null = null;
-  let connected = false;
   let stopped = true;
-  let retryDelay = reconnect.min;
-  let retryTimer: NodeJS.Timeout | null = null;
   let queue: string[] = [];
   let sending: Promise<void> | null = null;
 
-  function onNotification(message: pg.Notification): void {
-    if (message.channel !== RUN_EVENTS_CHANNEL || !message.payload) return;
+  function onNotification(raw: string): void {
     let payload: Payload;
     try {
-      payload = JSON.parse(message.payload) as Payload;
+      payload = JSON.parse(raw) as Payload;
     } catch {
       return;
     }
@@ -121,16 +113,7 @@ export function createPgEventFeed(options: {
     }
   }
 
-  function lost(failed: pg.Client): void {
-    if (client !== failed) return;
-    client = null;
-    const wasConnected = connected;
-    connected = false;
-    failed.removeAllListeners('notification');
-    failed.on('error', () => {});
-    void failed.end().catch(() => {});
-    if (wasConnected) logger.warn('run event feed lost its connection; streams poll until it is back');
-    // Every subscriber falls back to polling; they subscribe afresh on their next stream.
+  function lostAll(): void {
     const all = [...subscribers.values()].flatMap((set) => [...set]);
     subscribers.clear();
     for (const subscriber of all) {
@@ -140,38 +123,12 @@ export function createPgEventFeed(options: {
         // Nothing more to tell it.
       }
     }
-    scheduleConnect();
   }
 
-  function scheduleConnect(): void {
-    if (stopped || retryTimer) return;
-    retryTimer = setTimeout(() => {
-      retryTimer = null;
-      void connect();
-    }, retryDelay);
-    retryTimer.unref();
-    retryDelay = Math.min(retryDelay * 2, reconnect.max);
-  }
-
-  async function connect(): Promise<void> {
-    if (stopped || client) return;
-    const next = new pg.Client(options.connection);
-    client = next;
-    next.on('error', () => lost(next));
-    next.on('end', () => lost(next));
-    next.on('notification', onNotification);
-    try {
-      await next.connect();
-      await next.query(`LISTEN ${RUN_EVENTS_CHANNEL}`);
-      if (client !== next) return;
-      connected = true;
-      retryDelay = reconnect.min;
-      logger.debug('run event feed listening');
-    } catch (error) {
-      logger.debug({ err: error }, 'run event feed cannot connect; retrying');
-      lost(next);
-    }
-  }
+  listener.on(RUN_EVENTS_CHANNEL, onNotification);
+  listener.onConnectionChange((connected) => {
+    if (!connected) lostAll();
+  });
 
   function send(): void {
     if (sending || queue.length === 0) return;
@@ -194,17 +151,17 @@ export function createPgEventFeed(options: {
 
   return {
     get connected() {
-      return connected;
+      return listener.connected;
     },
 
-    subscribe(runId, listener, onLost) {
-      if (!connected) return null;
+    subscribe(runId, onEvent, onLost) {
+      if (!listener.connected) return null;
       let set = subscribers.get(runId);
       if (!set) {
         set = new Set();
         subscribers.set(runId, set);
       }
-      const subscriber: Subscriber = { listener, onLost };
+      const subscriber: Subscriber = { listener: onEvent, onLost };
       set.add(subscriber);
       return {
         close() {
@@ -224,32 +181,14 @@ export function createPgEventFeed(options: {
       if (wasEmpty && !sending) setImmediate(send);
     },
 
-    /** Resolves once listening, or after a few seconds without (it keeps trying in the background). */
-    async start() {
+    start() {
       stopped = false;
-      let timer: NodeJS.Timeout | undefined;
-      const waited = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, 3000);
-        timer.unref();
-      });
-      await Promise.race([connect(), waited]);
-      clearTimeout(timer);
     },
 
     async stop() {
       stopped = true;
-      if (retryTimer) clearTimeout(retryTimer);
-      retryTimer = null;
-      const current = client;
-      client = null;
-      connected = false;
       subscribers.clear();
       if (sending) await sending;
-      if (current) {
-        current.removeAllListeners();
-        current.on('error', () => {});
-        await current.end().catch(() => {});
-      }
     },
   };
 }

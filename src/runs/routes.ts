@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
 import { badRequest } from '../errors.js';
 import { commonErrors, conflictError } from '../http/error-schema.js';
+import { sendJsonText } from '../http/json-text.js';
 import {
   cancelResponse,
   createdRunSchema,
@@ -86,7 +87,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
     {
       schema: { tags, summary: 'Get a run', params: runParams, response: { 200: runSchema, ...commonErrors } },
     },
-    async (request) => runs.get(principalOf(request).orgId, request.params.id),
+    async (request, reply) => sendJsonText(reply, await runs.getJson(principalOf(request).orgId, request.params.id)),
   );
 
   app.post(

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
-import type pg from 'pg';
 import type { Logger } from 'pino';
+import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Config } from '../config.js';
+import type { PgListener } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
 import type { DeploymentService } from '../deployments/service.js';
 import { createLocalEventBus } from '../events/bus.js';
@@ -38,16 +39,17 @@ export function createRunRuntime(options: {
   deployments: DeploymentService;
   timings?: Partial<RunTimings> | undefined;
   observer?: RunObserver | undefined;
-  /** On PostgreSQL: the connection settings for the LISTEN/NOTIFY feed of other instances' runs. */
-  listen?: pg.ClientConfig | undefined;
+  caches: InstanceCaches;
+  /** On PostgreSQL: the notification connection that carries other instances' run events. */
+  listener: PgListener | null;
 }) {
   const { db, config, logger, deployments } = options;
   const observer = options.observer ?? {};
   const timings = { ...DEFAULT_RUN_TIMINGS, ...options.timings };
   const local = createLocalEventBus();
   const remote =
-    options.listen && timings.crossInstanceFeed !== false
-      ? createPgEventFeed({ connection: options.listen, db, instanceId: () => supervisor.instanceId, logger })
+    options.listener && timings.crossInstanceFeed !== false
+      ? createPgEventFeed({ listener: options.listener, db, instanceId: () => supervisor.instanceId, logger })
       : null;
   const bus = remote ? composeFeeds(local, remote) : local;
   const lifecycle = createRunLifecycle(db, logger, observer);
@@ -63,8 +65,8 @@ export function createRunRuntime(options: {
     timings: { killGraceMs: timings.killGraceMs, leaseTickMs: timings.leaseTickMs },
     observer,
   });
-  const runs = createRunService({ db, deployments, supervisor, lifecycle, bus });
-  const threads = createThreadService({ db, runs, supervisor });
+  const runs = createRunService({ db, deployments, supervisor, lifecycle, bus, cache: options.caches.runs });
+  const threads = createThreadService({ db, runs, supervisor, caches: options.caches });
   const streams = createRunStreams({
     db,
     feed: bus,
@@ -82,7 +84,7 @@ export function createRunRuntime(options: {
     threads,
     streams,
     start: async () => {
-      await remote?.start();
+      remote?.start();
       await supervisor.start();
     },
     /** Open streams end first, so the HTTP server can close; then the supervisor stops its runners. */

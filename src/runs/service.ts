@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
+import type { MemoCache } from '../cache/memo-cache.js';
 import type { Database } from '../db/types.js';
 import type { DeploymentService } from '../deployments/service.js';
 import { badRequest } from '../errors.js';
@@ -11,7 +12,7 @@ import type { Supervisor } from '../supervisor/supervisor.js';
 import { runNotFound } from './errors.js';
 import { liveEnd, type RunLifecycle } from './lifecycle.js';
 import * as repo from './repository.js';
-import type { CreatedRun, CreateRunParams, RunFinishedHook, RunStatus } from './types.js';
+import { type CreatedRun, type CreateRunParams, isTerminal, type RunFinishedHook, type RunStatus } from './types.js';
 
 export { runNotFound };
 
@@ -47,9 +48,11 @@ export interface RunServiceDeps {
   supervisor: Supervisor;
   lifecycle: RunLifecycle;
   bus: LocalEventBus;
+  /** Finished runs' JSON answers, by `<org id>/<run id>`. */
+  cache: MemoCache<string>;
 }
 
-export function createRunService({ db, deployments, supervisor, lifecycle, bus }: RunServiceDeps) {
+export function createRunService({ db, deployments, supervisor, lifecycle, bus, cache }: RunServiceDeps) {
   let threadGate: ThreadGate | null = null;
 
   async function get(orgId: string, id: string) {
@@ -234,6 +237,18 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus }
     },
 
     get: async (orgId: string, id: string) => toRun(await get(orgId, id)),
+
+    /** A run as its JSON answer; a finished run no longer changes, so it is answered from memory. */
+    async getJson(orgId: string, id: string): Promise<string> {
+      const key = `${orgId}/${id}`;
+      const cached = cache.get(key);
+      if (cached !== undefined) return cached;
+      const generation = cache.generation;
+      const run = toRun(await get(orgId, id));
+      const json = JSON.stringify(run);
+      if (isTerminal(run.status)) cache.set(key, json, generation, json.length);
+      return json;
+    },
 
     async list(orgId: string, filter: repo.RunFilter, page: { limit: number; offset: number }) {
       const [rows, total] = await Promise.all([

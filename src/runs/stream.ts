@@ -4,7 +4,7 @@ import type { Database } from '../db/types.js';
 import type { LiveEvent, LiveSubscription, RunEnd, RunEventFeed } from '../events/types.js';
 import { runNotFound } from './errors.js';
 import * as repo from './repository.js';
-import type { RunStatus } from './types.js';
+import { isTerminal } from './types.js';
 
 /** Where a stream writes; `send` answers false when the client was dropped for being too slow. */
 export interface StreamSink {
@@ -57,7 +57,6 @@ const CLOSED_SINK: StreamSink = {
  * Last-Event-ID). Above the largest event (1 MiB), so one big event alone never drops anyone.
  */
 export const MAX_CLIENT_BACKLOG_BYTES = 4 * 1024 * 1024;
-const TERMINAL = new Set<RunStatus>(['succeeded', 'failed', 'canceled']);
 
 function endOf(row: repo.RunRecord): RunEnd {
   return {
@@ -130,7 +129,7 @@ export class RunStream {
     if (this.mode === 'closed' || !(row || live)) return;
     try {
       // SPEC §6 rule 1: a finished run, asked without a resume point, gets its `complete` at once.
-      if (row && TERMINAL.has(row.status) && this.resumeAfter === null) return this.complete(endOf(row));
+      if (row && isTerminal(row.status) && this.resumeAfter === null) return this.complete(endOf(row));
       this.every(timings.keepaliveMs, () => this.keepalive());
       const lifetime = setTimeout(() => this.timeout(), lifetimeMs);
       lifetime.unref();
@@ -144,7 +143,7 @@ export class RunStream {
       const backlog = live?.backlog ?? [];
       const first = backlog[0];
       if (!live || (first !== undefined && first.seq > this.lastSent + 1)) await this.replayStored();
-      if (row && TERMINAL.has(row.status)) return this.complete(endOf(row));
+      if (row && isTerminal(row.status)) return this.complete(endOf(row));
       for (const event of backlog) this.deliver(event);
       // Events of another instance may leave gaps only the store can fill.
       if (this.buffered.some((event) => event.remote)) return await this.catchUp();
@@ -190,7 +189,7 @@ export class RunStream {
         if ((this.mode as string) === 'closed') return;
         if (event.end && event.remote) {
           const row = await repo.findRunById(this.options.db, this.runId);
-          return this.complete(row && TERMINAL.has(row.status) ? endOf(row) : event.end);
+          return this.complete(row && isTerminal(row.status) ? endOf(row) : event.end);
         }
         if (event.remote && event.seq > this.lastSent && (!event.json || event.seq > this.lastSent + 1)) {
           await this.replayStored();
@@ -254,7 +253,7 @@ export class RunStream {
       if (!row) return this.fail('Run not found');
       await this.replayStored();
       if (this.mode !== 'polling') return;
-      if (TERMINAL.has(row.status)) return this.complete(endOf(row));
+      if (isTerminal(row.status)) return this.complete(endOf(row));
       this.sink.sendUntracked(JSON.stringify({ type: 'heartbeat', status: row.status }));
     } catch (error) {
       this.fault(error);
@@ -278,7 +277,7 @@ export class RunStream {
       const row = await repo.findRunById(this.options.db, this.runId);
       if (this.mode !== 'live') return;
       if (!row) return this.fail('Run not found');
-      if (TERMINAL.has(row.status)) {
+      if (isTerminal(row.status)) {
         this.mode = 'replaying';
         await this.replayStored();
         return this.complete(endOf(row));

@@ -4,6 +4,9 @@ import type { Database, Environment } from '../db/types.js';
 export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'canceled';
 export type TerminalRunStatus = 'succeeded' | 'failed' | 'canceled';
 
+export const isTerminal = (status: RunStatus): status is TerminalRunStatus =>
+  status === 'succeeded' || status === 'failed' || status === 'canceled';
+
 /** What a hook sees of a run in the transaction that ends it. */
 export interface FinishedRun {
   id: string;

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Database, Environment } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
@@ -34,10 +35,12 @@ export function createThreadService({
   db,
   runs,
   supervisor,
+  caches,
 }: {
   db: Kysely<Database>;
   runs: RunService;
   supervisor: Supervisor;
+  caches: Pick<InstanceCaches, 'changing'>;
 }) {
   runs.setThreadGate(async (trx, { orgId, threadId, deploymentId, runId }) => {
     const taken = await repo.takeThread(trx, orgId, threadId, deploymentId, runId);
@@ -133,7 +136,8 @@ export function createThreadService({
     },
 
     async remove(orgId: string, id: string) {
-      if (await repo.deleteThread(db, orgId, id)) return;
+      // Its runs lose their thread_id: cached finished runs are dropped with it.
+      if (await caches.changing('runs', (trx) => repo.deleteThread(trx, orgId, id))) return;
       const thread = await get(orgId, id);
       throw busy(id, thread.active_run_id);
     },

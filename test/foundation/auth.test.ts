@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccessService } from '../../src/access/service.js';
+import { bootstrapDefaultOrganization } from '../../src/access/bootstrap.js';
 import { hashSecret } from '../../src/auth/keys.js';
 import { ADMIN_KEY, createKey, createTestContext, type TestContext } from '../helpers/app.js';
 import { createTestDatabase } from '../helpers/database.js';
@@ -88,10 +88,9 @@ describe('bootstrap', () => {
   it('creates organization default with the given admin key once, and generates one when none is given', async () => {
     const database = await createTestDatabase();
     try {
-      const access = createAccessService(database.handle.db);
-      const generated = await access.bootstrap(undefined);
+      const generated = await bootstrapDefaultOrganization(database.handle.db, undefined);
       expect(generated.generatedKey).toMatch(/^crewd_/);
-      const second = await access.bootstrap('some-other-bootstrap-key');
+      const second = await bootstrapDefaultOrganization(database.handle.db, 'some-other-bootstrap-key');
       expect(second.generatedKey).toBeNull();
       const keys = await database.handle.db.selectFrom('api_keys').selectAll().execute();
       expect(keys).toHaveLength(1);
@@ -105,7 +104,7 @@ describe('bootstrap', () => {
   it('uses BOOTSTRAP_API_KEY as the admin secret', async () => {
     const database = await createTestDatabase();
     try {
-      const result = await createAccessService(database.handle.db).bootstrap('bootstrap-key-0123456789');
+      const result = await bootstrapDefaultOrganization(database.handle.db, 'bootstrap-key-0123456789');
       expect(result.generatedKey).toBeNull();
       const key = await database.handle.db.selectFrom('api_keys').select('key_hash').executeTakeFirstOrThrow();
       expect(key.key_hash).toBe(hashSecret('bootstrap-key-0123456789'));

@@ -1,5 +1,5 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { createAccessService } from '../../src/access/service.js';
+import { bootstrapDefaultOrganization } from '../../src/access/bootstrap.js';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -28,7 +28,7 @@ export interface CallOptions {
 export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
   const config = loadConfig({ BOOTSTRAP_API_KEY: ADMIN_KEY, LOG_LEVEL: 'silent', DATA_DIR: './data-test', ...env });
   const database = await createTestDatabase();
-  await createAccessService(database.handle.db).bootstrap(config.bootstrapApiKey);
+  await bootstrapDefaultOrganization(database.handle.db, config.bootstrapApiKey);
   const app = await buildApp({ config, database: database.handle, logger: createLogger(config.logLevel) });
   await app.ready();
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { createAccessService } from '../../src/access/service.js';
+import { bootstrapDefaultOrganization } from '../../src/access/bootstrap.js';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -52,7 +52,7 @@ export async function createRunContext(
 ): Promise<RunContext> {
   const config = configFor(env);
   const db = database ?? (await createTestDatabase());
-  await createAccessService(db.handle.db).bootstrap(config.bootstrapApiKey);
+  await bootstrapDefaultOrganization(db.handle.db, config.bootstrapApiKey);
   const build = () => buildApp({ config, database: db.handle, logger: createLogger(config.logLevel), timings });
   const app = await build();
   const baseUrl = await listen(app);

@@ -220,6 +220,7 @@ describe('threads', () => {
     expect(bad.statusCode).toBe(400);
 
     const run = await runInThread(id, { message: 'x' });
+    // Read once finished, so the answer is cached: the delete must drop it.
     await waitForRun(ctx, run.json().run_id);
     const removed = await ctx.call('DELETE', `/v1/threads/${id}`);
     expect(removed.statusCode).toBe(200);

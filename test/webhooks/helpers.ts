@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { createAccessService, DEFAULT_ORG_ID } from '../../src/access/service.js';
+import { bootstrapDefaultOrganization, DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
 import { type AppDependencies, buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -47,7 +47,7 @@ export async function createWebhookTestContext(
     ...env,
   });
   const database = options.database ?? (await createTestDatabase());
-  await createAccessService(database.handle.db).bootstrap(config.bootstrapApiKey);
+  await bootstrapDefaultOrganization(database.handle.db, config.bootstrapApiKey);
   let logText = '';
   const sink = new Writable({
     write(chunk, _encoding, done) {

@@ -1,0 +1,64 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Principal } from '../auth/plugin.js';
+import type { Backend } from '../db/connect.js';
+import type { PgListener } from '../db/pg-listener.js';
+import type { Database } from '../db/types.js';
+import { createMemoCache, type MemoCache } from './memo-cache.js';
+
+/** Where instances tell each other which cache to drop; the payload is a cache's name. */
+export const CACHE_CHANNEL = 'crewd_cache';
+
+/**
+ * The in-process caches of the two hottest reads: a key's principal (every request) and a
+ * finished run (what clients poll). A change to what they hold drops them on every instance.
+ */
+export interface InstanceCaches {
+  apiKeys: MemoCache<Principal>;
+  /** Terminal runs as their JSON answer. They no longer change, except a thread's delete unsetting `thread_id`. */
+  runs: MemoCache<string>;
+  /** Runs `change` in a transaction that drops `name` everywhere: on other instances at commit, here right after. */
+  changing<T>(name: CacheName, change: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+}
+
+export type CacheName = 'api_keys' | 'runs';
+
+export function createInstanceCaches(options: {
+  db: Kysely<Database>;
+  backend: Backend;
+  /** On PostgreSQL: how other instances' drops arrive. Without it there, nothing is cached. */
+  listener: PgListener | null;
+}): InstanceCaches {
+  const { db, listener } = options;
+  // The embedded database has one process, so dropping locally is enough. On PostgreSQL other
+  // instances change things too: cache only while their notifications can reach us.
+  const usable = options.backend === 'pglite' ? () => true : () => listener?.connected ?? false;
+  const caches: Record<CacheName, MemoCache<unknown>> = {
+    // A short life as well, in case the notification connection dies without anyone noticing.
+    api_keys: createMemoCache<Principal>({ maxEntries: 10_000, maxSize: 10_000, ttlMs: 10_000 }, usable),
+    runs: createMemoCache<string>({ maxEntries: 10_000, maxSize: 32 * 1024 * 1024, ttlMs: 60_000 }, usable),
+  };
+  const clearAll = () => {
+    for (const cache of Object.values(caches)) cache.clear();
+  };
+  if (listener && options.backend === 'postgres') {
+    listener.on(CACHE_CHANNEL, (name) => {
+      if (name === 'api_keys' || name === 'runs') caches[name].clear();
+    });
+    // Notifications sent while the connection was down are lost: start afresh either way.
+    listener.onConnectionChange(clearAll);
+  }
+
+  return {
+    apiKeys: caches.api_keys as MemoCache<Principal>,
+    runs: caches.runs as MemoCache<string>,
+    async changing(name, change) {
+      const result = await db.transaction().execute(async (trx) => {
+        const value = await change(trx);
+        if (options.backend === 'postgres') await sql`select pg_notify(${CACHE_CHANNEL}, ${name})`.execute(trx);
+        return value;
+      });
+      caches[name].clear();
+      return result;
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/** How much a cache may hold and for how long. */
+export interface MemoLimits {
+  maxEntries: number;
+  /** Sum of the entries' sizes, as given to `set`. */
+  maxSize: number;
+  ttlMs: number;
+}
+
+/**
+ * An in-process cache of values read from the database, dropped whole when they change.
+ * `generation` closes the race of a read that began before a change and ends after it:
+ * take it before reading, pass it to `set`, and a value read across a `clear` is not kept.
+ */
+export interface MemoCache<V> {
+  readonly generation: number;
+  get(key: string): V | undefined;
+  set(key: string, value: V, generationAtRead: number, size?: number): void;
+  clear(): void;
+}
+
+interface Entry<V> {
+  value: V;
+  size: number;
+  expires: number;
+}
+
+/** `usable()` false makes the cache neither serve nor keep anything (its invalidations may be missed). */
+export function createMemoCache<V>(limits: MemoLimits, usable: () => boolean): MemoCache<V> {
+  // A Map keeps insertion order, so the first key is the oldest entry: evicted first.
+  const entries = new Map<string, Entry<V>>();
+  let size = 0;
+  let generation = 0;
+
+  function remove(key: string, entry: Entry<V>): void {
+    entries.delete(key);
+    size -= entry.size;
+  }
+
+  return {
+    get generation() {
+      return generation;
+    },
+
+    get(key) {
+      const entry = entries.get(key);
+      if (!entry) return undefined;
+      if (!usable() || entry.expires <= Date.now()) {
+        remove(key, entry);
+        return undefined;
+      }
+      return entry.value;
+    },
+
+    set(key, value, generationAtRead, entrySize = 1) {
+      if (generationAtRead !== generation || !usable() || entrySize > limits.maxSize) return;
+      const existing = entries.get(key);
+      if (existing) remove(key, existing);
+      while (entries.size >= limits.maxEntries || size + entrySize > limits.maxSize) {
+        const oldest = entries.entries().next().value;
+        if (!oldest) break;
+        remove(oldest[0], oldest[1]);
+      }
+      entries.set(key, { value, size: entrySize, expires: Date.now() + limits.ttlMs });
+      size += entrySize;
+    },
+
+    clear() {
+      generation++;
+      entries.clear();
+      size = 0;
+    },
+  };
+}
