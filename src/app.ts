@@ -115,12 +115,16 @@ export async function buildApp({
     ...webhookWorker,
   });
   const webhooks = createWebhookService(db, {
+    caches,
     allowPrivateUrls: config.webhookAllowPrivateUrls,
     outbox: deliveryWorker.outbox,
   });
-  runs.onRunFinished(async (trx, run) => {
-    await webhooks.enqueueForRun(trx, run);
-  });
+  runs.onRunFinished(
+    async (trx, run) => {
+      await webhooks.enqueueForRun(trx, run);
+    },
+    (run) => webhooks.hasWebhooks(run.deploymentId),
+  );
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
   app.addHook('onReady', async () => deliveryWorker.start());
   app.addHook('onClose', async () => deliveryWorker.stop());

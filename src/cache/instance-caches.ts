@@ -9,18 +9,22 @@ import { createMemoCache, type MemoCache } from './memo-cache.js';
 export const CACHE_CHANNEL = 'crewd_cache';
 
 /**
- * The in-process caches of the two hottest reads: a key's principal (every request) and a
- * finished run (what clients poll). A change to what they hold drops them on every instance.
+ * The in-process caches of the hottest reads: a key's principal (every request), a finished run
+ * (what clients poll) and whether a deployment has webhooks (every run's end). A change to what
+ * they hold drops them on every instance.
  */
 export interface InstanceCaches {
   apiKeys: MemoCache<Principal>;
   /** Terminal runs as their JSON answer. They no longer change, except a thread's delete unsetting `thread_id`. */
   runs: MemoCache<string>;
+  /** Whether a deployment has webhooks, asked at every run's end; changed by creating and deleting webhooks. */
+  webhookDeployments: MemoCache<boolean>;
   /** Runs `change` in a transaction that drops `name` everywhere: on other instances at commit, here right after. */
   changing<T>(name: CacheName, change: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
 }
 
-export type CacheName = 'api_keys' | 'runs';
+export type CacheName = 'api_keys' | 'runs' | 'webhooks';
+const CACHE_NAMES: readonly string[] = ['api_keys', 'runs', 'webhooks'] satisfies CacheName[];
 
 export function createInstanceCaches(options: {
   db: Kysely<Database>;
@@ -36,13 +40,14 @@ export function createInstanceCaches(options: {
     // A short life as well, in case the notification connection dies without anyone noticing.
     api_keys: createMemoCache<Principal>({ maxEntries: 10_000, maxSize: 10_000, ttlMs: 10_000 }, usable),
     runs: createMemoCache<string>({ maxEntries: 10_000, maxSize: 32 * 1024 * 1024, ttlMs: 60_000 }, usable),
+    webhooks: createMemoCache<boolean>({ maxEntries: 10_000, maxSize: 10_000, ttlMs: 60_000 }, usable),
   };
   const clearAll = () => {
     for (const cache of Object.values(caches)) cache.clear();
   };
   if (listener && options.backend === 'postgres') {
     listener.on(CACHE_CHANNEL, (name) => {
-      if (name === 'api_keys' || name === 'runs') caches[name].clear();
+      if (CACHE_NAMES.includes(name)) caches[name as CacheName].clear();
     });
     // Notifications sent while the connection was down are lost: start afresh either way.
     listener.onConnectionChange(clearAll);
@@ -51,6 +56,7 @@ export function createInstanceCaches(options: {
   return {
     apiKeys: caches.api_keys as MemoCache<Principal>,
     runs: caches.runs as MemoCache<string>,
+    webhookDeployments: caches.webhooks as MemoCache<boolean>,
     async changing(name, change) {
       const result = await db.transaction().execute(async (trx) => {
         const value = await change(trx);

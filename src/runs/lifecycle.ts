@@ -4,7 +4,7 @@ import type { Database } from '../db/types.js';
 import type { LiveEvent, RunEnd } from '../events/types.js';
 import type { RunObserver } from './observer.js';
 import * as repo from './repository.js';
-import type { FinishedRun, RunFinishedHook, RunStatus, TerminalRunStatus } from './types.js';
+import type { FinishedRun, HookApplies, RunFinishedHook, RunIdentity, RunStatus, TerminalRunStatus } from './types.js';
 
 export interface RunOutcome {
   status: TerminalRunStatus;
@@ -40,13 +40,21 @@ export interface EndedRun {
 
 /**
  * Ends runs: one transaction sets the terminal status, stores the final event and runs every
- * registered hook (thread state, webhook outbox), so either all of it happens or none.
+ * registered hook (thread state, webhook outbox), so either all of it happens or none. When the
+ * owner says which run it is and no hook applies to it, the end is one statement instead.
  */
 export function createRunLifecycle(db: Kysely<Database>, logger: Logger, observer: RunObserver = {}) {
-  const hooks: RunFinishedHook[] = [];
+  const hooks: Array<{ run: RunFinishedHook; applies: HookApplies | undefined }> = [];
 
-  async function endInTransaction(
-    trx: Transaction<Database>,
+  async function anyHookApplies(known: RunIdentity | undefined): Promise<boolean> {
+    if (!known) return hooks.length > 0;
+    for (const hook of hooks) if (!hook.applies || (await hook.applies(known))) return true;
+    return false;
+  }
+
+  async function endWith(
+    trx: Kysely<Database> | Transaction<Database>,
+    withHooks: boolean,
     runId: string,
     from: readonly RunStatus[],
     outcome: RunOutcome,
@@ -78,20 +86,21 @@ export function createRunLifecycle(db: Kysely<Database>, logger: Logger, observe
       started_at: run.started_at,
       completed_at: run.completed_at ?? new Date(),
     };
-    for (const hook of hooks) await hook(trx, finished);
+    if (withHooks) for (const hook of hooks) await hook.run(trx as Transaction<Database>, finished);
     const stored = run.event_seq === null ? null : { seq: run.event_seq, json: JSON.stringify(event) };
     return { run, end: { status: outcome.status, output, error }, event: stored };
   }
 
   return {
-    onRunFinished(hook: RunFinishedHook): void {
-      hooks.push(hook);
+    onRunFinished(hook: RunFinishedHook, applies?: HookApplies): void {
+      hooks.push({ run: hook, applies });
     },
 
     /**
      * Ends the run if it is still in one of `from`; null when something else ended it first.
      * `seq` is the final event's number when the caller owns the run's events, else the next free one;
-     * `unstored` are the owner's events not stored yet, stored with the end.
+     * `unstored` are the owner's events not stored yet, stored with the end; `known`, the owner's
+     * knowledge of the run, lets hooks that do not apply be skipped.
      * A failing hook is retried a few times, since giving up would leave the run unfinished.
      */
     async end(
@@ -100,12 +109,13 @@ export function createRunLifecycle(db: Kysely<Database>, logger: Logger, observe
       outcome: RunOutcome,
       seq: number | 'next',
       unstored: readonly repo.EventRow[] = [],
+      known?: RunIdentity,
     ): Promise<EndedRun | null> {
       for (let attempt = 1; ; attempt++) {
         try {
-          const ended = await db
-            .transaction()
-            .execute((trx) => endInTransaction(trx, runId, from, outcome, seq, unstored));
+          const ended = (await anyHookApplies(known))
+            ? await db.transaction().execute((trx) => endWith(trx, true, runId, from, outcome, seq, unstored))
+            : await endWith(db, false, runId, from, outcome, seq, unstored);
           if (ended) observer.runFinished?.(ended.end.status);
           return ended;
         } catch (error) {

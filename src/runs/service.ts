@@ -12,7 +12,14 @@ import type { Supervisor } from '../supervisor/supervisor.js';
 import { runNotFound } from './errors.js';
 import { liveEnd, type RunLifecycle } from './lifecycle.js';
 import * as repo from './repository.js';
-import { type CreatedRun, type CreateRunParams, isTerminal, type RunFinishedHook, type RunStatus } from './types.js';
+import {
+  type CreatedRun,
+  type CreateRunParams,
+  type HookApplies,
+  isTerminal,
+  type RunFinishedHook,
+  type RunStatus,
+} from './types.js';
 
 export { runNotFound };
 
@@ -227,8 +234,8 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
       return response;
     },
 
-    onRunFinished(hook: RunFinishedHook): void {
-      lifecycle.onRunFinished(hook);
+    onRunFinished(hook: RunFinishedHook, applies?: HookApplies): void {
+      lifecycle.onRunFinished(hook, applies);
     },
 
     /** Installed by the threads service. */

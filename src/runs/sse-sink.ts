@@ -34,6 +34,7 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
   let waitingForDrain = false;
   let state: 'open' | 'closing' | 'closed' = 'open';
   let waiters: Array<() => void> = [];
+  let corked = false;
   let resolveEnded!: () => void;
   const ended = new Promise<void>((resolve) => {
     resolveEnded = resolve;
@@ -91,10 +92,25 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
     else wakeWaiters();
   }
 
+  function uncork(): void {
+    corked = false;
+    raw.uncork();
+  }
+
+  /** Frames written in one tick (a replay, the lines of one read of the runner's output) leave in one socket write. */
+  function writeNow(frame: Buffer | string): void {
+    if (!corked) {
+      corked = true;
+      raw.cork();
+      process.nextTick(uncork);
+    }
+    raw.write(frame);
+  }
+
   function write(frame: Buffer, bounded: boolean): boolean {
     if (state !== 'open') return false;
     if (queue.length === 0 && !raw.writableNeedDrain) {
-      raw.write(frame);
+      writeNow(frame);
       return true;
     }
     if (bounded && queuedBytes + raw.writableLength + frame.length > maxBacklogBytes) {
@@ -119,7 +135,7 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
     comment(text) {
       // Only while nothing waits: behind a backlog a comment would tell the client nothing.
       if (state !== 'open' || queue.length > 0 || raw.writableNeedDrain) return;
-      raw.write(`: ${text}\n\n`);
+      writeNow(`: ${text}\n\n`);
     },
     backlogged: () => state === 'open' && (queue.length > 0 || raw.writableNeedDrain),
     drained: () =>

@@ -26,6 +26,18 @@ export interface FinishedRun {
 /** Called inside the one transaction that ends a run, in registration order. */
 export type RunFinishedHook = (trx: Transaction<Database>, run: FinishedRun) => Promise<void>;
 
+/** What the owner of a run knows of it before its end is written. */
+export interface RunIdentity {
+  deploymentId: string;
+  threadId: string | null;
+}
+
+/**
+ * Whether a hook has work for a run like this; a run no hook applies to ends in one statement,
+ * without a transaction. A hook without one applies to every run.
+ */
+export type HookApplies = (run: RunIdentity) => boolean | Promise<boolean>;
+
 export interface CreateRunParams {
   orgId: string;
   deploymentId: string;

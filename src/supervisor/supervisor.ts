@@ -8,7 +8,7 @@ import type { LocalEventBus } from '../events/bus.js';
 import { liveEnd, type RunLifecycle, type RunOutcome } from '../runs/lifecycle.js';
 import type { RunObserver } from '../runs/observer.js';
 import * as repo from '../runs/repository.js';
-import type { RunStatus } from '../runs/types.js';
+import type { RunIdentity, RunStatus } from '../runs/types.js';
 import { RunEventLog } from './event-log.js';
 import { createInstanceLease, instanceName, LOST_RUN_ERROR } from './instance-lease.js';
 import { type ProcessExit, type RunnerProcess, startRunnerProcess } from './process-runner.js';
@@ -61,6 +61,7 @@ export type ThreadValuesLoader = (threadId: string) => Promise<Record<string, un
 interface ActiveRun {
   id: string;
   orgId: string;
+  identity: RunIdentity;
   log: RunEventLog;
   process: RunnerProcess | null;
   result: { output: Record<string, unknown>; values: Record<string, unknown> | undefined } | null;
@@ -191,7 +192,7 @@ export function createSupervisor(options: SupervisorOptions) {
     run.ending = true;
     const { unstored, nextSeq } = await run.log.close();
     try {
-      const ended = await lifecycle.end(run.id, ['running'], outcome, nextSeq, unstored);
+      const ended = await lifecycle.end(run.id, ['running'], outcome, nextSeq, unstored, run.identity);
       if (!ended) return false;
       bus.publish(run.id, liveEnd(ended));
       return true;
@@ -219,6 +220,7 @@ export function createSupervisor(options: SupervisorOptions) {
     const run: ActiveRun = {
       id: spec.run.id,
       orgId: spec.run.org_id,
+      identity: { deploymentId: spec.run.deployment_id, threadId: spec.run.thread_id },
       log: new RunEventLog(spec.run.id, 0, db, bus, logger),
       process: null,
       result: null,
@@ -277,7 +279,8 @@ export function createSupervisor(options: SupervisorOptions) {
         active.delete(run.id);
         if (scratch) await removeScratch(scratch);
         slots.release();
-        pump();
+        // Only runs queued here are looked for at once; runs other instances queued wait for the tick.
+        if (backlog) pump();
       }
     });
     const tracked = finished.catch((error: unknown) => {
@@ -319,6 +322,8 @@ export function createSupervisor(options: SupervisorOptions) {
               if (queued === queuedBefore) backlog = false;
               break;
             }
+            // There may be more: look again when a slot frees, and let new runs queue behind them.
+            backlog = true;
             void launch(claimed);
           }
         } while (pumpAgain && !stopping);

@@ -53,24 +53,27 @@ export function createThreadService({
     throw busy(threadId, thread.active_run_id);
   });
 
-  runs.onRunFinished(async (trx, run: FinishedRun) => {
-    if (!run.thread_id) return;
-    const status: ThreadStatus = run.status === 'failed' ? 'error' : 'idle';
-    if (run.status !== 'succeeded') {
-      await repo.releaseThread(trx, run.thread_id, run.id, { status });
-      return;
-    }
-    const values = run.values ? { replace: run.values } : { merge: run.output ?? {} };
-    const released = await repo.releaseThread(trx, run.thread_id, run.id, { status, values });
-    if (released) {
-      await repo.insertCheckpoint(trx, {
-        id: newId('chk'),
-        thread_id: released.id,
-        run_id: run.id,
-        values: released.values,
-      });
-    }
-  });
+  runs.onRunFinished(
+    async (trx, run: FinishedRun) => {
+      if (!run.thread_id) return;
+      const status: ThreadStatus = run.status === 'failed' ? 'error' : 'idle';
+      if (run.status !== 'succeeded') {
+        await repo.releaseThread(trx, run.thread_id, run.id, { status });
+        return;
+      }
+      const values = run.values ? { replace: run.values } : { merge: run.output ?? {} };
+      const released = await repo.releaseThread(trx, run.thread_id, run.id, { status, values });
+      if (released) {
+        await repo.insertCheckpoint(trx, {
+          id: newId('chk'),
+          thread_id: released.id,
+          run_id: run.id,
+          values: released.values,
+        });
+      }
+    },
+    (run) => run.threadId !== null,
+  );
 
   supervisor.setThreadValuesLoader(async (threadId) => (await repo.threadValues(db, threadId))?.values ?? null);
 

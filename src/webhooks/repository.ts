@@ -79,6 +79,16 @@ export function updateWebhook(
     .executeTakeFirst();
 }
 
+export async function deploymentHasWebhooks(db: Db, deploymentId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhooks')
+    .select('id')
+    .where('deployment_id', '=', deploymentId)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 export async function deleteWebhook(db: Db, orgId: string, id: string): Promise<boolean> {
   const result = await db.deleteFrom('webhooks').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
   return result.numDeletedRows > 0n;

@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Database } from '../db/types.js';
 import { deploymentExists } from '../deployments/repository.js';
 import { badRequest, notFound } from '../errors.js';
@@ -72,6 +73,7 @@ export interface DeliveryOutbox {
 }
 
 export interface WebhookServiceOptions {
+  caches: Pick<InstanceCaches, 'changing' | 'webhookDeployments'>;
   allowPrivateUrls: boolean;
   outbox?: DeliveryOutbox;
 }
@@ -80,6 +82,7 @@ export interface WebhookServiceOptions {
 const IDS_PER_RUN = 8;
 
 export function createWebhookService(db: Kysely<Database>, options: WebhookServiceOptions) {
+  const { caches } = options;
   function checkTarget(url: string) {
     if (options.allowPrivateUrls) return;
     const host = forbiddenLiteralHost(new URL(url));
@@ -99,17 +102,19 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
       checkTarget(input.url);
       if (!(await deploymentExists(db, orgId, input.deployment_id))) throw notFound('Deployment not found');
       const secret = generateSigningSecret();
-      const row = await repo.insertWebhook(db, {
-        id: newId('wh'),
-        org_id: orgId,
-        deployment_id: input.deployment_id,
-        name: input.name,
-        url: input.url,
-        events: normaliseEvents(input.events),
-        environment: input.environment,
-        enabled: input.enabled,
-        secret,
-      });
+      const row = await caches.changing('webhooks', (trx) =>
+        repo.insertWebhook(trx, {
+          id: newId('wh'),
+          org_id: orgId,
+          deployment_id: input.deployment_id,
+          name: input.name,
+          url: input.url,
+          events: normaliseEvents(input.events),
+          environment: input.environment,
+          enabled: input.enabled,
+          secret,
+        }),
+      );
       return { ...toWebhook(row), secret };
     },
 
@@ -133,7 +138,17 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
     },
 
     async remove(orgId: string, id: string) {
-      if (!(await repo.deleteWebhook(db, orgId, id))) throw webhookNotFound();
+      if (!(await caches.changing('webhooks', (trx) => repo.deleteWebhook(trx, orgId, id)))) throw webhookNotFound();
+    },
+
+    /** Whether runs of the deployment can have deliveries; runs of one without webhooks end without a transaction. */
+    async hasWebhooks(deploymentId: string): Promise<boolean> {
+      const known = caches.webhookDeployments.get(deploymentId);
+      if (known !== undefined) return known;
+      const generation = caches.webhookDeployments.generation;
+      const found = await repo.deploymentHasWebhooks(db, deploymentId);
+      caches.webhookDeployments.set(deploymentId, found, generation);
+      return found;
     },
 
     /** A new secret signs every attempt from now on, retries of older deliveries included. */

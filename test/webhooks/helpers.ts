@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { bootstrapDefaultOrganization, DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
 import { type AppDependencies, buildApp } from '../../src/app.js';
+import { createInstanceCaches } from '../../src/cache/instance-caches.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import type { FinishedRun } from '../../src/runs/types.js';
@@ -226,7 +227,10 @@ export function finishedRun(deploymentId: string, overrides: Partial<FinishedRun
  * transaction. Returns the delivery ids.
  */
 export async function enqueueRunEnd(ctx: WebhookTestContext, run: FinishedRun): Promise<string[]> {
-  const service = createWebhookService(ctx.database.handle.db, { allowPrivateUrls: true });
+  const service = createWebhookService(ctx.database.handle.db, {
+    allowPrivateUrls: true,
+    caches: createInstanceCaches({ ...ctx.database.handle, listener: null }),
+  });
   return ctx.database.handle.db.transaction().execute((trx) => service.enqueueForRun(trx, run));
 }
 

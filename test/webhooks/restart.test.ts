@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createInstanceCaches } from '../../src/cache/instance-caches.js';
 import { createWebhookService } from '../../src/webhooks/service.js';
 import {
   createDeployment,
@@ -75,7 +76,10 @@ describe('deliveries survive a restart', () => {
     // A row leased by an instance that crashed: leased, lease already run out.
     const db = ctx.database.handle.db;
     await db.transaction().execute(async (trx) => {
-      const service = createWebhookService(db, { allowPrivateUrls: true });
+      const service = createWebhookService(db, {
+        allowPrivateUrls: true,
+        caches: createInstanceCaches({ ...ctx.database.handle, listener: null }),
+      });
       const [id] = await service.enqueueForRun(trx, finishedRun(deploymentId));
       await trx
         .updateTable('webhook_deliveries')

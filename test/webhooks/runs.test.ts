@@ -116,6 +116,25 @@ describe('webhooks with real runs', () => {
     });
   });
 
+  it('writes deliveries for runs that end after a webhook is created, and none once it is deleted', async () => {
+    const start = async () => {
+      const response = await ctx.call('POST', '/v1/runs', { body: { deployment_id: deploymentId, input: {} } });
+      expect(response.statusCode).toBe(202);
+      return (await finished(response.json().run_id)).id as string;
+    };
+    const deliveriesOf = async (runId: string) =>
+      ctx.database.handle.db.selectFrom('webhook_deliveries').select('id').where('run_id', '=', runId).execute();
+    // Without webhooks a run ends without looking for any; that knowledge must not outlive a new webhook.
+    expect(await deliveriesOf(await start())).toHaveLength(0);
+    const webhook = await createWebhook(ctx, { deployment_id: deploymentId, url: receiver.url });
+    receiver.secret = webhook.secret;
+    const withHook = await start();
+    expect(await deliveriesOf(withHook)).toHaveLength(1);
+    await waitFor(() => receiver.received.find((r) => JSON.parse(r.body).data.run_id === withHook));
+    expect((await ctx.call('DELETE', `/v1/webhooks/${webhook.id}`)).statusCode).toBe(200);
+    expect(await deliveriesOf(await start())).toHaveLength(0);
+  });
+
   it('sends run.succeeded for a run started by a token URL, signed, with the run’s own times', async () => {
     const webhook = await createWebhook(ctx, { deployment_id: deploymentId, url: receiver.url });
     receiver.secret = webhook.secret;
