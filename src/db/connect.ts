@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
-import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Database } from './types.js';
 
@@ -33,8 +32,15 @@ export function connectPostgres(url: string, poolSize = 20): DatabaseHandle {
   return { db, backend: 'postgres', pool, close: () => db.destroy() };
 }
 
-/** Embedded PostgreSQL: `dataDir` on disk, or in memory when undefined. */
+/**
+ * Embedded PostgreSQL: `dataDir` on disk, or in memory when undefined. Imported only here, so an
+ * instance on PostgreSQL does not load it (tens of MB).
+ */
 export async function connectPglite(options: { dataDir?: string; loadDataDir?: Blob }): Promise<DatabaseHandle> {
+  const [{ PGlite }, { PGliteDialect }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('kysely-pglite-dialect'),
+  ]);
   if (options.dataDir) mkdirSync(path.resolve(options.dataDir), { recursive: true });
   const pglite = await PGlite.create({
     dataDir: options.dataDir ? path.resolve(options.dataDir) : undefined,

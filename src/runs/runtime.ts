@@ -9,6 +9,7 @@ import { createLocalEventBus } from '../events/bus.js';
 import { composeFeeds } from '../events/composite-feed.js';
 import { createPgEventFeed } from '../events/pg-feed.js';
 import { createSupervisor } from '../supervisor/supervisor.js';
+import { createWakeUps } from '../supervisor/wake-ups.js';
 import { createThreadService } from '../threads/service.js';
 import { createRunLifecycle } from './lifecycle.js';
 import type { RunObserver } from './observer.js';
@@ -64,6 +65,7 @@ export function createRunRuntime(options: {
     instanceLeaseSeconds: config.instanceLeaseSeconds,
     timings: { killGraceMs: timings.killGraceMs, leaseTickMs: timings.leaseTickMs },
     observer,
+    wakeUps: createWakeUps(db, options.listener, logger),
   });
   const runs = createRunService({ db, deployments, supervisor, lifecycle, bus, cache: options.caches.runs });
   const threads = createThreadService({ db, runs, supervisor, caches: options.caches });

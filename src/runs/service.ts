@@ -279,9 +279,10 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
         }
         // Claimed here a moment ago, its process about to start: the supervisor will own it.
         if (row.status === 'running' && row.instance_id === supervisor.instanceId && attempt < 200) continue;
-        // Queued here, or running on another instance, which stops its process on its next tick.
+        // Queued here, or running on another instance, which is told to stop its process (or does on its next tick).
         const ended = await lifecycle.end(id, [row.status], { status: 'canceled', output: null, error: null }, 'next');
         if (ended) {
+          if (row.status === 'running') supervisor.canceledElsewhere(id);
           bus.publish(id, liveEnd(ended));
           return { success: true, status: 'canceled' };
         }

@@ -15,6 +15,7 @@ import { type ProcessExit, type RunnerProcess, startRunnerProcess } from './proc
 import type { RunnerMessage } from './protocol.js';
 import { Slots } from './slots.js';
 import { createSpawner } from './spawner.js';
+import type { WakeUps } from './wake-ups.js';
 
 /** A run's scratch folder goes with the run; most runners leave it empty, which one rmdir settles. */
 async function removeScratch(folder: string): Promise<void> {
@@ -45,6 +46,8 @@ export interface SupervisorOptions {
   instanceLeaseSeconds: number;
   timings: SupervisorTimings;
   observer?: RunObserver;
+  /** On PostgreSQL: other instances' news of queued and canceled runs, heard before the next tick. */
+  wakeUps?: WakeUps;
 }
 
 /** What a runner is started with. */
@@ -87,6 +90,13 @@ export function createSupervisor(options: SupervisorOptions) {
     leaseSeconds: options.instanceLeaseSeconds,
   });
   const slots = new Slots(options.maxConcurrentRuns);
+  options.wakeUps?.onPending(() => pump());
+  options.wakeUps?.onStop((runId) => {
+    if (!active.has(runId)) return;
+    stopCanceledElsewhere([runId]).catch((error: unknown) => {
+      logger.error({ err: error, runId }, 'stopping a run canceled elsewhere failed; retrying on the next tick');
+    });
+  });
   const spawner = createSpawner(logger);
   const active = new Map<string, ActiveRun>();
   const exits = new Set<Promise<void>>();
@@ -375,8 +385,7 @@ export function createSupervisor(options: SupervisorOptions) {
   }
 
   /** Runs canceled through another instance: their processes stop here. */
-  async function stopCanceledElsewhere(): Promise<void> {
-    const ids = [...active.keys()];
+  async function stopCanceledElsewhere(ids: string[] = [...active.keys()]): Promise<void> {
     if (ids.length === 0) return;
     const rows = await db
       .selectFrom('runs')
@@ -440,11 +449,17 @@ export function createSupervisor(options: SupervisorOptions) {
     /** Starts a run created as `running` under a reservation. */
     launch,
 
-    /** A run was queued as pending: start it when a slot is free. */
+    /** A run was queued as pending: start it when a slot is free, here or on another instance. */
     enqueued(): void {
       queued++;
       backlog = true;
       pump();
+      options.wakeUps?.send('pending');
+    },
+
+    /** A run going on another instance was canceled here: its owner stops the process now. */
+    canceledElsewhere(runId: string): void {
+      options.wakeUps?.send(`stop:${runId}`);
     },
 
     owns: (runId: string) => active.has(runId),

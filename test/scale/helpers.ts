@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../src/db/types.js';
 import { ADMIN_KEY } from '../helpers/app.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 import { readStream as readRunStream } from '../runs/helpers.js';
@@ -140,3 +142,16 @@ export async function readStream(
   });
   return { status, messages: messages as SseMessage[] };
 }
+
+/** The pid a `slow.mjs` runner reports in its first event, read from the stored events. */
+export const runnerPid = (db: Kysely<Database>, runId: string, timeoutMs?: number) =>
+  until(async () => {
+    const row = await db
+      .selectFrom('run_events')
+      .select('data')
+      .where('run_id', '=', runId)
+      .where('type', '=', 'log')
+      .orderBy('seq')
+      .executeTakeFirst();
+    return (row?.data as { pid?: number } | undefined)?.pid;
+  }, timeoutMs);

@@ -5,6 +5,7 @@ import { type Receiver, startReceiver } from '../webhooks/helpers.js';
 import {
   crew,
   deploy,
+  runnerPid as findRunnerPid,
   getRun,
   type Instance,
   pidAlive,
@@ -60,19 +61,7 @@ describe.runIf(usingPostgres())('several instances on one PostgreSQL', () => {
         .executeTakeFirstOrThrow()
     ).instance_id;
 
-  /** The pid a `slow.mjs` runner reports in its first event, read from the stored events. */
-  const runnerPid = (runId: string) =>
-    until(async () => {
-      const row = await database.handle.db
-        .selectFrom('run_events')
-        .select('data')
-        .where('run_id', '=', runId)
-        .where('type', '=', 'log')
-        .orderBy('seq')
-        .executeTakeFirst();
-      const data = row?.data as { pid?: number } | undefined;
-      return data?.pid;
-    });
+  const runnerPid = (runId: string) => findRunnerPid(database.handle.db, runId);
 
   it('streams a run started on A live from B, every event in order', async () => {
     const deploymentId = await deploy(a, crew('timed-events.mjs'));

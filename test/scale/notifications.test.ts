@@ -1,26 +1,38 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
-import { crew, deploy, getRun, type Instance, startInstance, startRun, until } from './helpers.js';
+import {
+  crew,
+  deploy,
+  runnerPid as findRunnerPid,
+  getRun,
+  type Instance,
+  pidAlive,
+  startInstance,
+  startRun,
+  until,
+} from './helpers.js';
 
-describe.runIf(!usingPostgres())('caches across instances (embedded database)', () => {
-  it('runs only on PostgreSQL: with the embedded database one process holds every cache', () => {
+describe.runIf(!usingPostgres())('notifications between instances (embedded database)', () => {
+  it('runs only on PostgreSQL: with the embedded database one process holds every cache and every run', () => {
     expect(inject('testDatabase').kind).toBe('pglite');
   });
 });
 
 /**
- * Keys and finished runs are cached in each instance; a change on one instance must reach the
- * others' caches. (test/cache covers an instance that cannot hear about changes.)
+ * What instances tell each other through PostgreSQL notifications: changes to what they cache
+ * (test/cache covers an instance that cannot hear them), queued runs and cancels. The lease is
+ * long, so the supervisors' ticks (every 20 s) cannot be what acts within the tests' few seconds.
  */
-describe.runIf(usingPostgres())('caches across instances on one PostgreSQL', () => {
+describe.runIf(usingPostgres())('notifications between instances on one PostgreSQL', () => {
   let database: TestDatabase;
   let a: Instance;
   let b: Instance;
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    a = await startInstance('cache-a', database.url as string);
-    b = await startInstance('cache-b', database.url as string);
+    const env = { INSTANCE_LEASE_SECONDS: '60', MAX_CONCURRENT_RUNS: '1' };
+    a = await startInstance('notify-a', database.url as string, env);
+    b = await startInstance('notify-b', database.url as string, env);
   });
 
   afterAll(async () => {
@@ -57,5 +69,24 @@ describe.runIf(usingPostgres())('caches across instances on one PostgreSQL', () 
     expect(finished.thread_id).toBe(thread.thread_id);
     expect((await a.call('DELETE', `/v1/threads/${thread.thread_id}`)).status).toBe(200);
     await until(async () => (await getRun(b, run.run_id)).thread_id === null, 2000);
+  });
+
+  const runnerPid = (runId: string) => findRunnerPid(database.handle.db, runId, 5000);
+
+  it('starts on B at once a run queued on A, and stops on A at once a run canceled on B', async () => {
+    const deploymentId = await deploy(a, crew('slow.mjs'));
+    const first = await startRun(a, deploymentId, { interval_ms: 100 });
+    expect(first.status).toBe('running');
+    const firstPid = await runnerPid(first.run_id);
+    // A's only slot is taken: the next run queues, and B hears of it.
+    const second = await startRun(a, deploymentId, { interval_ms: 100 });
+    expect(second.status).toBe('pending');
+    const secondPid = await runnerPid(second.run_id);
+    expect((await getRun(b, second.run_id)).status).toBe('running');
+
+    expect((await b.call('POST', `/v1/runs/${first.run_id}/cancel`)).status).toBe(200);
+    await until(async () => !pidAlive(firstPid), 5000);
+    expect((await a.call('POST', `/v1/runs/${second.run_id}/cancel`)).status).toBe(200);
+    await until(async () => !pidAlive(secondPid), 5000);
   });
 });
