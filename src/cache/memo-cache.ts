@@ -13,6 +13,8 @@ export interface MemoLimits {
  */
 export interface MemoCache<V> {
   readonly generation: number;
+  /** How many entries it holds, expired ones not yet dropped included. */
+  readonly size: number;
   get(key: string): V | undefined;
   set(key: string, value: V, generationAtRead: number, size?: number): void;
   clear(): void;
@@ -41,6 +43,10 @@ export function createMemoCache<V>(limits: MemoLimits, usable: () => boolean): M
       return generation;
     },
 
+    get size() {
+      return entries.size;
+    },
+
     get(key) {
       const entry = entries.get(key);
       if (!entry) return undefined;
@@ -55,12 +61,14 @@ export function createMemoCache<V>(limits: MemoLimits, usable: () => boolean): M
       if (generationAtRead !== generation || !usable() || entrySize > limits.maxSize) return;
       const existing = entries.get(key);
       if (existing) remove(key, existing);
-      while (entries.size >= limits.maxEntries || size + entrySize > limits.maxSize) {
-        const oldest = entries.entries().next().value;
-        if (!oldest) break;
-        remove(oldest[0], oldest[1]);
+      const now = Date.now();
+      // Every entry lives as long, so the oldest expire first: drop those, then make room.
+      for (const [oldestKey, oldest] of entries) {
+        const full = entries.size >= limits.maxEntries || size + entrySize > limits.maxSize;
+        if (!full && oldest.expires > now) break;
+        remove(oldestKey, oldest);
       }
-      entries.set(key, { value, size: entrySize, expires: Date.now() + limits.ttlMs });
+      entries.set(key, { value, size: entrySize, expires: now + limits.ttlMs });
       size += entrySize;
     },
 

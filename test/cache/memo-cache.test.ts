@@ -39,11 +39,16 @@ describe('memo cache', () => {
     expect(cache.get('big')).toBe('x');
   });
 
-  it('forgets entries past their life', async () => {
+  it('forgets entries past their life, and lets go of them as new ones come', async () => {
     const cache = createMemoCache<string>({ ...limits, ttlMs: 20 }, () => true);
     cache.set('a', 'A', cache.generation);
+    cache.set('b', 'B', cache.generation);
     await sleep(40);
     expect(cache.get('a')).toBeUndefined();
+    expect(cache.size).toBe(1);
+    cache.set('c', 'C', cache.generation);
+    expect(cache.size).toBe(1);
+    expect(cache.get('c')).toBe('C');
   });
 
   it('neither serves nor keeps anything while unusable', () => {
