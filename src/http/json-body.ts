@@ -1,26 +1,28 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json-depth.js';
 
-/** Deepest nesting of arrays and objects a body may have. */
-export const MAX_JSON_DEPTH = 64;
-
-/** Why a parsed body cannot be stored, or null: too deep, or a NUL character PostgreSQL text cannot hold. */
-function bodyProblem(value: unknown, limit: number): string | null {
-  // Iterative, so a hostile body cannot overflow the stack.
-  const stack: Array<[unknown, number]> = [[value, 1]];
+/** Whether a parsed body holds a NUL character, which PostgreSQL text cannot hold. Iterative, as bodies may be deep. */
+function holdsNul(value: unknown): boolean {
+  const stack: unknown[] = [value];
   while (stack.length > 0) {
-    const [current, depth] = stack.pop() as [unknown, number];
+    const current = stack.pop();
     if (typeof current === 'string') {
-      if (current.includes('\u0000')) return NUL_MESSAGE;
-      continue;
-    }
-    if (current === null || typeof current !== 'object') continue;
-    if (depth > limit) return `Body is nested deeper than ${limit} levels`;
-    for (const [key, child] of Object.entries(current)) {
-      if (key.includes('\u0000')) return NUL_MESSAGE;
-      stack.push([child, depth + 1]);
+      if (current.includes('\u0000')) return true;
+    } else if (current !== null && typeof current === 'object') {
+      for (const [key, child] of Object.entries(current)) {
+        if (key.includes('\u0000')) return true;
+        stack.push(child);
+      }
     }
   }
+  return false;
+}
+
+/** Why a parsed body cannot be stored, or null. */
+function bodyProblem(value: unknown): string | null {
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) return `Body is nested deeper than ${MAX_JSON_DEPTH} levels`;
+  if (holdsNul(value)) return NUL_MESSAGE;
   return null;
 }
 
@@ -45,7 +47,7 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       done(new AppError(400, 'bad_request', 'Body is not valid JSON'), undefined);
       return;
     }
-    const problem = bodyProblem(parsed, MAX_JSON_DEPTH);
+    const problem = bodyProblem(parsed);
     if (problem) {
       done(new AppError(400, 'bad_request', problem), undefined);
       return;

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { RUN_LIMITS } from './limits.js';
 import { LineSplitter } from './line-splitter.js';
 import { terminateGroup } from './process-group.js';
-import { parseLongLine, parseStdoutLine, type RunnerMessage, stderrEvent } from './protocol.js';
+import { parseLongLine, parseStdoutLine, type RunnerMessage, stderrEvent, withoutNul } from './protocol.js';
 import type { Spawner } from './spawner.js';
 
 export interface ProcessSpec {
@@ -57,13 +57,14 @@ export function startRunnerProcess(
     longLine: (line) => onMessage(parseLongLine(line, 'stdout')),
   });
   const stderrLines = new LineSplitter(RUN_LIMITS.maxLineBytes, RUN_LIMITS.truncatedHeadBytes, {
-    line: (text) => {
-      if (text.trim() === '') return;
+    line: (raw) => {
+      if (raw.trim() === '') return;
+      const text = withoutNul(raw);
       lastStderr = text;
       onMessage(stderrEvent(text));
     },
     longLine: (line) => {
-      lastStderr = line.head;
+      lastStderr = withoutNul(line.head);
       onMessage(parseLongLine(line, 'stderr'));
     },
   });

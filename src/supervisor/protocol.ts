@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json-depth.js';
 import { RUN_LIMITS } from './limits.js';
 import type { LongLine } from './line-splitter.js';
 
@@ -14,9 +15,25 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 const RESULT_PREFIX = /^\s*\{\s*"type"\s*:\s*"run\.completed"/;
 
+/** PostgreSQL's text and jsonb cannot hold U+0000; it becomes U+FFFD, the replacement character. */
+export function withoutNul(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}
+
+/** `withoutNul` through a parsed JSON value, keys included. */
+function jsonWithoutNul(value: unknown): unknown {
+  if (typeof value === 'string') return withoutNul(value);
+  if (Array.isArray(value)) return value.map(jsonWithoutNul);
+  if (isObject(value)) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [withoutNul(key), jsonWithoutNul(item)]));
+  }
+  return value;
+}
+
 /** Parses one stdout line; anything that is not `{type: string, data: object}` is a log line. Blank lines: null. */
-export function parseStdoutLine(line: string): RunnerMessage | null {
-  if (line.trim() === '') return null;
+export function parseStdoutLine(raw: string): RunnerMessage | null {
+  if (raw.trim() === '') return null;
+  const line = withoutNul(raw);
   const asLog = (): RunnerMessage => ({ kind: 'event', type: 'log', data: { message: line } });
   if (!line.trimStart().startsWith('{')) return asLog();
   let parsed: unknown;
@@ -25,15 +42,19 @@ export function parseStdoutLine(line: string): RunnerMessage | null {
   } catch {
     return asLog();
   }
+  // The escape `\u0000` in the text may stand for U+0000 in a string (or be a literal backslash: no harm).
+  if (line.includes('\\u0000')) parsed = jsonWithoutNul(parsed);
   if (!isObject(parsed) || typeof parsed.type !== 'string' || parsed.type === '' || !isObject(parsed.data)) {
     return asLog();
   }
   const { type, data } = parsed;
-  if (type === 'run.completed') return parseResult(data, Buffer.byteLength(line));
   if (type === 'run.failed') {
     const error = typeof data.error === 'string' && data.error !== '' ? data.error : 'Runner reported a failure';
     return { kind: 'failure', error };
   }
+  // Only a line of 2 × MAX_JSON_DEPTH characters or more can nest that deep.
+  if (line.length > 2 * MAX_JSON_DEPTH && nestedDeeperThan(data, MAX_JSON_DEPTH - 1)) return tooDeep(type);
+  if (type === 'run.completed') return parseResult(data, Buffer.byteLength(line));
   return { kind: 'event', type, data };
 }
 
@@ -50,6 +71,18 @@ function parseResult(data: Record<string, unknown>, lineBytes: number): RunnerMe
   return { kind: 'result', output, values: data.values as Record<string, unknown> | undefined };
 }
 
+/** A line nested too deep for PostgreSQL to store: a result fails the run, an event becomes a notice. */
+function tooDeep(type: string): RunnerMessage {
+  if (type === 'run.completed') {
+    return { kind: 'bad_result', error: `Runner result is nested deeper than ${MAX_JSON_DEPTH} levels` };
+  }
+  return {
+    kind: 'event',
+    type: 'log',
+    data: { message: `Event dropped: nested deeper than ${MAX_JSON_DEPTH} levels`, type },
+  };
+}
+
 export const outputTooLarge = () =>
   `Runner output exceeds the limit of ${RUN_LIMITS.maxOutputBytes / (1024 * 1024)} MiB`;
 
@@ -60,7 +93,7 @@ export function parseLongLine(line: LongLine, stream: 'stdout' | 'stderr'): Runn
     message: `Line truncated: ${line.bytes} bytes exceed the limit of ${RUN_LIMITS.maxLineBytes} bytes per line`,
     truncated: true,
     bytes: line.bytes,
-    head: line.head,
+    head: withoutNul(line.head),
   };
   if (stream === 'stderr') data.stream = 'stderr';
   return { kind: 'event', type: 'log', data };

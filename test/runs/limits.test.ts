@@ -52,6 +52,38 @@ describe('output and event limits', () => {
     expect(run).toMatchObject({ status: 'failed', error_message: 'Runner output exceeds the limit of 1 MiB' });
   });
 
+  it('stores events and output holding U+0000, which PostgreSQL cannot keep, with U+FFFD in its place', async () => {
+    const { run_id } = await startRun(ctx, deploymentId, { mode: 'nul' });
+    const run = await waitForRun(ctx, run_id);
+    expect(run).toMatchObject({ status: 'succeeded', output: { text: 'c\uFFFDd' } });
+    const logs = (await storedEvents(run_id)).filter((event) => event.type === 'log').map((event) => event.data);
+    expect(logs).toEqual(
+      expect.arrayContaining([
+        { message: 'a\uFFFDb', 'k\uFFFD': ['\uFFFD'], literal: '\\u0000' },
+        { message: 'raw\uFFFDline' },
+        { message: 'err\uFFFDline', stream: 'stderr' },
+      ]),
+    );
+    expect(logs).toHaveLength(3);
+  });
+
+  it('stores events nested up to 64 levels, and turns deeper ones into a notice and a failed run', async () => {
+    // The result line `{"type", "data": {"output": {"tree": [...]}}}` nests 3 levels around the tree: 64 in all.
+    const fits = await waitForRun(ctx, (await startRun(ctx, deploymentId, { mode: 'deep', depth: 61 })).run_id);
+    expect(fits.status).toBe('succeeded');
+    const tooDeep = await waitForRun(ctx, (await startRun(ctx, deploymentId, { mode: 'deep', depth: 62 })).run_id);
+    expect(tooDeep.error_message).toBe('Runner result is nested deeper than 64 levels');
+    const { run_id } = await startRun(ctx, deploymentId, { mode: 'deep', depth: 200_000 });
+    const run = await waitForRun(ctx, run_id);
+    expect(run).toMatchObject({ status: 'failed', error_message: 'Runner result is nested deeper than 64 levels' });
+    const events = (await storedEvents(run_id)).map((event) => [event.type, event.data]);
+    expect(events.slice(1)).toEqual([
+      ['log', { message: 'Event dropped: nested deeper than 64 levels', type: 'step' }],
+      ['after', { ok: true }],
+      ['run.failed', { status: 'failed', error: 'Runner result is nested deeper than 64 levels' }],
+    ]);
+  });
+
   it('fails a run whose output is not an object', async () => {
     const run = await waitForRun(ctx, (await startRun(ctx, deploymentId, { mode: 'bad_output' })).run_id);
     expect(run).toMatchObject({ status: 'failed', error_message: 'Runner result output must be a JSON object' });
