@@ -52,9 +52,10 @@ export function createRunLifecycle(db: Kysely<Database>, logger: Logger, observe
     return false;
   }
 
+  /** Ends the run through `executor`; with `hooksIn` (the transaction `executor` is), the hooks run too. */
   async function endWith(
-    trx: Kysely<Database> | Transaction<Database>,
-    withHooks: boolean,
+    executor: Kysely<Database> | Transaction<Database>,
+    hooksIn: Transaction<Database> | null,
     runId: string,
     from: readonly RunStatus[],
     outcome: RunOutcome,
@@ -65,7 +66,7 @@ export function createRunLifecycle(db: Kysely<Database>, logger: Logger, observe
     const error = outcome.status === 'failed' ? (outcome.error ?? 'Run failed') : null;
     const event = finalEvent(outcome);
     const run = await repo.endRunWithEvent(
-      trx,
+      executor,
       runId,
       from,
       { status: outcome.status, output, error_message: error },
@@ -86,7 +87,7 @@ export function createRunLifecycle(db: Kysely<Database>, logger: Logger, observe
       started_at: run.started_at,
       completed_at: run.completed_at ?? new Date(),
     };
-    if (withHooks) for (const hook of hooks) await hook.run(trx as Transaction<Database>, finished);
+    if (hooksIn) for (const hook of hooks) await hook.run(hooksIn, finished);
     const stored = run.event_seq === null ? null : { seq: run.event_seq, json: JSON.stringify(event) };
     return { run, end: { status: outcome.status, output, error }, event: stored };
   }
@@ -114,8 +115,8 @@ export function createRunLifecycle(db: Kysely<Database>, logger: Logger, observe
       for (let attempt = 1; ; attempt++) {
         try {
           const ended = (await anyHookApplies(known))
-            ? await db.transaction().execute((trx) => endWith(trx, true, runId, from, outcome, seq, unstored))
-            : await endWith(db, false, runId, from, outcome, seq, unstored);
+            ? await db.transaction().execute((trx) => endWith(trx, trx, runId, from, outcome, seq, unstored))
+            : await endWith(db, null, runId, from, outcome, seq, unstored);
           if (ended) observer.runFinished?.(ended.end.status);
           return ended;
         } catch (error) {

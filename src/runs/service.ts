@@ -243,8 +243,6 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
       threadGate = gate;
     },
 
-    get: async (orgId: string, id: string) => toRun(await get(orgId, id)),
-
     /** A run as its JSON answer; a finished run no longer changes, so it is answered from memory. */
     async getJson(orgId: string, id: string): Promise<string> {
       const key = `${orgId}/${id}`;

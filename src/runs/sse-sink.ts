@@ -65,6 +65,8 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
   function finalize(): void {
     if (state === 'closed') return;
     state = 'closed';
+    // Ending a corked response loses its last writes on Node 24: flush them first.
+    uncork();
     sse.close();
     over();
   }
@@ -93,6 +95,7 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
   }
 
   function uncork(): void {
+    if (!corked) return;
     corked = false;
     raw.uncork();
   }

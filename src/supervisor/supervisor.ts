@@ -90,13 +90,6 @@ export function createSupervisor(options: SupervisorOptions) {
     leaseSeconds: options.instanceLeaseSeconds,
   });
   const slots = new Slots(options.maxConcurrentRuns);
-  options.wakeUps?.onPending(() => pump());
-  options.wakeUps?.onStop((runId) => {
-    if (!active.has(runId)) return;
-    stopCanceledElsewhere([runId]).catch((error: unknown) => {
-      logger.error({ err: error, runId }, 'stopping a run canceled elsewhere failed; retrying on the next tick');
-    });
-  });
   const spawner = createSpawner(logger);
   const active = new Map<string, ActiveRun>();
   const exits = new Set<Promise<void>>();
@@ -401,6 +394,14 @@ export function createSupervisor(options: SupervisorOptions) {
       void run.process?.terminate();
     }
   }
+
+  options.wakeUps?.onPending(() => pump());
+  options.wakeUps?.onStop((runId) => {
+    if (!active.has(runId)) return;
+    stopCanceledElsewhere([runId]).catch((error: unknown) => {
+      logger.error({ err: error, runId }, 'stopping a run canceled elsewhere failed; retrying on the next tick');
+    });
+  });
 
   async function tick(): Promise<void> {
     if (ticking || stopping) return;
