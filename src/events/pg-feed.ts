@@ -83,6 +83,8 @@ export function createPgEventFeed(options: {
   listener: PgListener;
   db: Kysely<Database>;
   instanceId: () => string;
+  /** Whether other instances are alive; alone, an instance announces nothing (no one would hear it). */
+  peersAlive: () => boolean;
   logger: Logger;
 }): PgEventFeed {
   const { logger, listener } = options;
@@ -174,7 +176,7 @@ export function createPgEventFeed(options: {
     },
 
     announce(runId, events) {
-      if (stopped || events.length === 0) return;
+      if (stopped || events.length === 0 || !options.peersAlive()) return;
       const wasEmpty = queue.length === 0;
       queue.push(...payloadsFor(options.instanceId(), runId, events));
       // Gathers what the current moment announces into one statement.

@@ -50,7 +50,13 @@ export function createRunRuntime(options: {
   const local = createLocalEventBus();
   const remote =
     options.listener && timings.crossInstanceFeed !== false
-      ? createPgEventFeed({ listener: options.listener, db, instanceId: () => supervisor.instanceId, logger })
+      ? createPgEventFeed({
+          listener: options.listener,
+          db,
+          instanceId: () => supervisor.instanceId,
+          peersAlive: () => supervisor.peersAlive,
+          logger,
+        })
       : null;
   const bus = remote ? composeFeeds(local, remote) : local;
   const lifecycle = createRunLifecycle(db, logger, observer);

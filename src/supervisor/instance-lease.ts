@@ -19,20 +19,36 @@ export function createInstanceLease(db: Kysely<Database>, options: { name: strin
   const id = `ins_${randomToken(24)}`;
   const expiry = () => sql<Date>`now() + ${options.leaseSeconds} * interval '1 second'`;
 
+  async function peersAlive(): Promise<boolean> {
+    const peer = await db
+      .selectFrom('instances')
+      .select('id')
+      .where('id', '<>', id)
+      .where('stopped_at', 'is', null)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .limit(1)
+      .executeTakeFirst();
+    return peer !== undefined;
+  }
+
   return {
     id,
     name: options.name,
 
-    async register(): Promise<void> {
+    /** Registers this incarnation; true when other instances are alive. */
+    async register(): Promise<boolean> {
       await db.insertInto('instances').values({ id, name: options.name, expires_at: expiry() }).execute();
+      return peersAlive();
     },
 
-    async heartbeat(): Promise<void> {
+    /** Renews the lease; true when other instances are alive. */
+    async heartbeat(): Promise<boolean> {
       await db
         .updateTable('instances')
         .set({ heartbeat_at: sql<Date>`now()`, expires_at: expiry() })
         .where('id', '=', id)
         .execute();
+      return peersAlive();
     },
 
     async release(): Promise<void> {

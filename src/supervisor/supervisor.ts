@@ -101,6 +101,10 @@ export function createSupervisor(options: SupervisorOptions) {
   /** Counts runs queued here, so a search for pending runs knows whether one came in meanwhile. */
   let queued = 0;
   let pumping = false;
+  /** Other instances are alive, so run events are announced to them; assumed until the database says otherwise. */
+  let peers = true;
+  /** An instance said hello since the last look at the leases. */
+  let heardHello = false;
   let pumpAgain = false;
   let ticker: NodeJS.Timeout | null = null;
   let retryStart: NodeJS.Timeout | null = null;
@@ -396,6 +400,11 @@ export function createSupervisor(options: SupervisorOptions) {
   }
 
   options.wakeUps?.onPending(() => pump());
+  options.wakeUps?.onHello((instanceId) => {
+    if (instanceId === lease.id) return;
+    peers = true;
+    heardHello = true;
+  });
   options.wakeUps?.onStop((runId) => {
     if (!active.has(runId)) return;
     stopCanceledElsewhere([runId]).catch((error: unknown) => {
@@ -408,7 +417,8 @@ export function createSupervisor(options: SupervisorOptions) {
     ticking = true;
     try {
       await retryUnrecordedEnds();
-      await lease.heartbeat();
+      peers = (await lease.heartbeat()) || heardHello;
+      heardHello = false;
       await recoverLostRuns();
       await stopCanceledElsewhere();
       // Runs other instances left pending start here when a slot is free. New runs keep their fast
@@ -429,6 +439,11 @@ export function createSupervisor(options: SupervisorOptions) {
   return {
     get instanceId() {
       return lease.id;
+    },
+
+    /** Whether other instances are alive to hear this one's run events (see wake-ups' `hello`). */
+    get peersAlive() {
+      return peers;
     },
 
     setThreadValuesLoader(loader: ThreadValuesLoader): void {
@@ -488,7 +503,7 @@ export function createSupervisor(options: SupervisorOptions) {
       const begin = async () => {
         if (stopping) return;
         try {
-          await lease.register();
+          peers = (await lease.register()) || heardHello;
           await recoverLostRuns();
         } catch (error) {
           logger.error({ err: error }, 'supervisor cannot reach the database; retrying');
@@ -497,6 +512,7 @@ export function createSupervisor(options: SupervisorOptions) {
           return;
         }
         started = true;
+        options.wakeUps?.send(`hello:${lease.id}`);
         backlog = true;
         pump();
         ticker = setInterval(() => void tick(), every);

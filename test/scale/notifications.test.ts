@@ -7,6 +7,7 @@ import {
   getRun,
   type Instance,
   pidAlive,
+  readStream,
   startInstance,
   startRun,
   until,
@@ -88,5 +89,18 @@ describe.runIf(usingPostgres())('notifications between instances on one PostgreS
     await until(async () => !pidAlive(firstPid), 5000);
     expect((await a.call('POST', `/v1/runs/${second.run_id}/cancel`)).status).toBe(200);
     await until(async () => !pidAlive(secondPid), 5000);
+  });
+
+  it('follows on B, live to its end, a run of A, which started alone and heard B say hello', async () => {
+    const deploymentId = await deploy(a, crew('timed-events.mjs'));
+    const run = await startRun(a, deploymentId, { count: 10, interval_ms: 50, start_delay_ms: 300 });
+    const started = Date.now();
+    const { status, messages } = await readStream(`${b.baseUrl}/v1/runs/${run.run_id}/events`);
+    expect(status).toBe(200);
+    // Had A not announced its events, B would learn of the end only at its quiet check (15 s).
+    expect(Date.now() - started).toBeLessThan(5000);
+    const ticks = messages.filter((message) => message.data?.type === 'tick');
+    expect(ticks).toHaveLength(10);
+    expect(messages.at(-1)?.data).toMatchObject({ type: 'complete', status: 'succeeded' });
   });
 });
