@@ -1,6 +1,6 @@
 // Tests the limits. input.mode: "long_line" (a 2 MiB line), "many_events" (input.count events),
 // "big_events" (input.count events of input.size bytes, after input.delay_ms), "big_result" (a result line over 1 MiB),
-// "bad_output" (output not an object), "nul" (U+0000 in an event and in the output), "deep" (an event and then a
+// "bad_output" (output not an object), "nul" (U+0000 and halves of surrogate pairs in an event and the output), "deep" (an event and then a
 // result nested input.depth levels deep).
 let text = '';
 process.stdin.on('data', (chunk) => {
@@ -28,10 +28,16 @@ process.stdin.on('end', async () => {
   } else if (input.mode === 'big_result') {
     await event('run.completed', { output: { blob: 'y'.repeat(1100 * 1024) } });
   } else if (input.mode === 'nul') {
-    await event('log', { message: 'a\u0000b', 'k\u0000': ['\u0000'], literal: '\\u0000' });
+    await event('log', {
+      message: 'a\u0000b',
+      'k\u0000': ['\u0000'],
+      literal: '\\u0000',
+      half: '\ud800x\udc00',
+      pair: '\ud83d\ude00',
+    });
     await write('raw\u0000line');
     process.stderr.write('err\u0000line\n');
-    await event('run.completed', { output: { text: 'c\u0000d' } });
+    await event('run.completed', { output: { text: 'c\u0000d', half: '\udfff' } });
   } else if (input.mode === 'deep') {
     // Written as text: JSON.stringify itself would overflow the stack this deep.
     const tree = `${'['.repeat(input.depth)}${']'.repeat(input.depth)}`;

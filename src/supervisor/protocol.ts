@@ -20,12 +20,21 @@ export function withoutNul(text: string): string {
   return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
 }
 
-/** `withoutNul` through a parsed JSON value, keys included. */
-function jsonWithoutNul(value: unknown): unknown {
-  if (typeof value === 'string') return withoutNul(value);
-  if (Array.isArray(value)) return value.map(jsonWithoutNul);
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/** An escape in JSON text that can put U+0000 or half of a surrogate pair into a parsed string. */
+const UNSTORABLE_ESCAPE = /\\u(0000|[dD][89a-fA-F])/;
+
+/** Neither can jsonb hold half of a surrogate pair, which JSON escapes can make: it becomes U+FFFD too. */
+function storable(text: string): string {
+  return withoutNul(text).replace(LONE_SURROGATE, '\uFFFD');
+}
+
+/** `storable` through a parsed JSON value, keys included. */
+function storableJson(value: unknown): unknown {
+  if (typeof value === 'string') return storable(value);
+  if (Array.isArray(value)) return value.map(storableJson);
   if (isObject(value)) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [withoutNul(key), jsonWithoutNul(item)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [storable(key), storableJson(item)]));
   }
   return value;
 }
@@ -42,8 +51,8 @@ export function parseStdoutLine(raw: string): RunnerMessage | null {
   } catch {
     return asLog();
   }
-  // The escape `\u0000` in the text may stand for U+0000 in a string (or be a literal backslash: no harm).
-  if (line.includes('\\u0000')) parsed = jsonWithoutNul(parsed);
+  // Raw text from the runner holds neither (its UTF-8 decoding makes U+FFFD of bad bytes); escapes can.
+  if (UNSTORABLE_ESCAPE.test(line)) parsed = storableJson(parsed);
   if (!isObject(parsed) || typeof parsed.type !== 'string' || parsed.type === '' || !isObject(parsed.data)) {
     return asLog();
   }

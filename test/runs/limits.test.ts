@@ -52,14 +52,20 @@ describe('output and event limits', () => {
     expect(run).toMatchObject({ status: 'failed', error_message: 'Runner output exceeds the limit of 1 MiB' });
   });
 
-  it('stores events and output holding U+0000, which PostgreSQL cannot keep, with U+FFFD in its place', async () => {
+  it('stores events and output holding U+0000 or half a surrogate pair, which PostgreSQL cannot keep, as U+FFFD', async () => {
     const { run_id } = await startRun(ctx, deploymentId, { mode: 'nul' });
     const run = await waitForRun(ctx, run_id);
-    expect(run).toMatchObject({ status: 'succeeded', output: { text: 'c\uFFFDd' } });
+    expect(run).toMatchObject({ status: 'succeeded', output: { text: 'c\uFFFDd', half: '\uFFFD' } });
     const logs = (await storedEvents(run_id)).filter((event) => event.type === 'log').map((event) => event.data);
     expect(logs).toEqual(
       expect.arrayContaining([
-        { message: 'a\uFFFDb', 'k\uFFFD': ['\uFFFD'], literal: '\\u0000' },
+        {
+          message: 'a\uFFFDb',
+          'k\uFFFD': ['\uFFFD'],
+          literal: '\\u0000',
+          half: '\uFFFDx\uFFFD',
+          pair: '\u{1F600}',
+        },
         { message: 'raw\uFFFDline' },
         { message: 'err\uFFFDline', stream: 'stderr' },
       ]),
