@@ -1,7 +1,7 @@
 // Tests the limits. input.mode: "long_line" (a 2 MiB line), "many_events" (input.count events),
 // "big_events" (input.count events of input.size bytes, after input.delay_ms), "big_result" (a result line over 1 MiB),
 // "bad_output" (output not an object), "nul" (U+0000 and halves of surrogate pairs in an event and the output), "deep" (an event and then a
-// result nested input.depth levels deep).
+// result nested input.depth levels deep), "refused" (an event the test's database trigger refuses).
 let text = '';
 process.stdin.on('data', (chunk) => {
   text += chunk;
@@ -44,6 +44,9 @@ process.stdin.on('end', async () => {
     await write(`{"type":"step","data":{"tree":${tree}}}`);
     await event('after', { ok: true });
     await write(`{"type":"run.completed","data":{"output":{"tree":${tree}}}}`);
+  } else if (input.mode === 'refused') {
+    await event('refused.by.the.database', { n: 1 });
+    await event('run.completed', { output: { ok: true } });
   } else if (input.mode === 'bad_output') {
     await event('run.completed', { output: 'a string' });
   }

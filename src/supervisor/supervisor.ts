@@ -17,6 +17,12 @@ import { Slots } from './slots.js';
 import { createSpawner } from './spawner.js';
 import type { WakeUps } from './wake-ups.js';
 
+/** SQLSTATE classes 22 (data exception) and 54 (program limit exceeded): the data, not the database, is at fault. */
+function refusedAsData(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('54'));
+}
+
 /** A run's scratch folder goes with the run; most runners leave it empty, which one rmdir settles. */
 async function removeScratch(folder: string): Promise<void> {
   try {
@@ -204,8 +210,35 @@ export function createSupervisor(options: SupervisorOptions) {
       bus.publish(run.id, liveEnd(ended));
       return true;
     } catch (error) {
+      if (refusedAsData(error)) return endRefused(run, nextSeq, unstored, error);
       logger.error({ err: error, runId: run.id }, 'could not record the end of a run; retrying on the next tick');
       unrecorded.set(run.id, { outcome, nextSeq, unstored });
+      return false;
+    }
+  }
+
+  /**
+   * The database refused what the runner wrote (protocol.ts makes the known cases storable):
+   * retrying would never succeed, so the run fails, without the runner's unstored events and result.
+   */
+  async function endRefused(
+    run: ActiveRun,
+    nextSeq: number,
+    unstored: readonly repo.EventRow[],
+    refusal: unknown,
+  ): Promise<boolean> {
+    const reason = refusal instanceof Error ? refusal.message : String(refusal);
+    logger.error({ err: refusal, runId: run.id }, 'the database refused the end of a run; failing it');
+    const outcome: RunOutcome = { status: 'failed', output: null, error: `Run output could not be stored: ${reason}` };
+    const started = unstored.filter((event) => event.type === 'run.started');
+    try {
+      const ended = await lifecycle.end(run.id, ['running'], outcome, nextSeq, started, run.identity);
+      if (!ended) return false;
+      bus.publish(run.id, liveEnd(ended));
+      return true;
+    } catch (error) {
+      unrecorded.set(run.id, { outcome, nextSeq, unstored: started });
+      logger.error({ err: error, runId: run.id }, 'could not record the end of a run; retrying on the next tick');
       return false;
     }
   }

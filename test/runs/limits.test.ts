@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunContext, crew, deploy, type RunContext, startRun, waitForRun } from './helpers.js';
 
@@ -88,6 +89,33 @@ describe('output and event limits', () => {
       ['after', { ok: true }],
       ['run.failed', { status: 'failed', error: 'Runner result is nested deeper than 64 levels' }],
     ]);
+  });
+
+  it('fails, rather than leave running, a run whose end the database refuses as data', async () => {
+    const db = ctx.database.handle.db;
+    await sql`
+      create function refuse_event() returns trigger language plpgsql as $$
+      begin
+        if new.type = 'refused.by.the.database' then
+          raise exception 'this event is refused' using errcode = '22023';
+        end if;
+        return new;
+      end $$`.execute(db);
+    await sql`create trigger refuse_event before insert on run_events for each row execute function refuse_event()`.execute(
+      db,
+    );
+    try {
+      const { run_id } = await startRun(ctx, deploymentId, { mode: 'refused' });
+      const run = await waitForRun(ctx, run_id);
+      expect(run).toMatchObject({
+        status: 'failed',
+        error_message: 'Run output could not be stored: this event is refused',
+      });
+      expect((await storedEvents(run_id)).map((event) => event.type)).toEqual(['run.started', 'run.failed']);
+    } finally {
+      await sql`drop trigger refuse_event on run_events`.execute(db);
+      await sql`drop function refuse_event()`.execute(db);
+    }
   });
 
   it('fails a run whose output is not an object', async () => {
