@@ -116,7 +116,7 @@ export function createSupervisor(options: SupervisorOptions) {
   let retryStart: NodeJS.Timeout | null = null;
   let ticking = false;
   /** Ends that could not be written (the database was down): kept here and retried every tick. */
-  const unrecorded = new Map<string, { outcome: RunOutcome; nextSeq: number; unstored: repo.EventRow[] }>();
+  const unrecorded = new Map<string, { outcome: RunOutcome; nextSeq: number; unstored: readonly repo.EventRow[] }>();
 
   bus.setLiveSource((runId) => {
     const run = active.get(runId);
@@ -204,41 +204,40 @@ export function createSupervisor(options: SupervisorOptions) {
     if (run.ending) return false;
     run.ending = true;
     const { unstored, nextSeq } = await run.log.close();
+    return record(run, outcome, nextSeq, unstored);
+  }
+
+  /**
+   * Writes an end; one the database cannot write now is kept for the next tick. One it refuses as
+   * data (protocol.ts makes the known cases storable) would never be written, so the run fails
+   * instead, without the runner's unstored events and result.
+   */
+  async function record(
+    run: ActiveRun,
+    outcome: RunOutcome,
+    nextSeq: number,
+    unstored: readonly repo.EventRow[],
+    refusedBefore = false,
+  ): Promise<boolean> {
     try {
       const ended = await lifecycle.end(run.id, ['running'], outcome, nextSeq, unstored, run.identity);
       if (!ended) return false;
       bus.publish(run.id, liveEnd(ended));
       return true;
     } catch (error) {
-      if (refusedAsData(error)) return endRefused(run, nextSeq, unstored, error);
+      if (!refusedBefore && refusedAsData(error)) {
+        logger.error({ err: error, runId: run.id }, 'the database refused the end of a run; failing it');
+        const reason = error instanceof Error ? error.message : String(error);
+        const failed: RunOutcome = {
+          status: 'failed',
+          output: null,
+          error: `Run output could not be stored: ${reason}`,
+        };
+        const started = unstored.filter((event) => event.type === 'run.started');
+        return record(run, failed, nextSeq, started, true);
+      }
       logger.error({ err: error, runId: run.id }, 'could not record the end of a run; retrying on the next tick');
       unrecorded.set(run.id, { outcome, nextSeq, unstored });
-      return false;
-    }
-  }
-
-  /**
-   * The database refused what the runner wrote (protocol.ts makes the known cases storable):
-   * retrying would never succeed, so the run fails, without the runner's unstored events and result.
-   */
-  async function endRefused(
-    run: ActiveRun,
-    nextSeq: number,
-    unstored: readonly repo.EventRow[],
-    refusal: unknown,
-  ): Promise<boolean> {
-    const reason = refusal instanceof Error ? refusal.message : String(refusal);
-    logger.error({ err: refusal, runId: run.id }, 'the database refused the end of a run; failing it');
-    const outcome: RunOutcome = { status: 'failed', output: null, error: `Run output could not be stored: ${reason}` };
-    const started = unstored.filter((event) => event.type === 'run.started');
-    try {
-      const ended = await lifecycle.end(run.id, ['running'], outcome, nextSeq, started, run.identity);
-      if (!ended) return false;
-      bus.publish(run.id, liveEnd(ended));
-      return true;
-    } catch (error) {
-      unrecorded.set(run.id, { outcome, nextSeq, unstored: started });
-      logger.error({ err: error, runId: run.id }, 'could not record the end of a run; retrying on the next tick');
       return false;
     }
   }
