@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
+import { describe, expect, inject, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
 import { ADMIN_KEY } from '../helpers/app.js';
+import { usingPostgres } from '../helpers/database.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 import { readStream as readRunStream } from '../runs/helpers.js';
 
@@ -155,3 +157,15 @@ export const runnerPid = (db: Kysely<Database>, runId: string, timeoutMs?: numbe
       .executeTakeFirst();
     return (row?.data as { pid?: number } | undefined)?.pid;
   }, timeoutMs);
+
+/**
+ * On the embedded database, one test says why a file's tests need PostgreSQL, so the summary
+ * shows it rather than a bare skip. CI runs the suite on PostgreSQL too, where they run.
+ */
+export function explainPostgresOnly(title: string, why: string): void {
+  describe.runIf(!usingPostgres())(`${title} (embedded database)`, () => {
+    it(`runs only on PostgreSQL: ${why}`, () => {
+      expect(inject('testDatabase').kind).toBe('pglite');
+    });
+  });
+}

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOST_RUN_ERROR } from '../../src/supervisor/instance-lease.js';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { type Receiver, startReceiver } from '../webhooks/helpers.js';
 import {
   crew,
   deploy,
+  explainPostgresOnly,
   runnerPid as findRunnerPid,
   getRun,
   type Instance,
@@ -16,12 +17,10 @@ import {
   until,
 } from './helpers.js';
 
-describe.runIf(!usingPostgres())('several instances (embedded database)', () => {
-  it('run only on PostgreSQL: embedded PGlite is one process by design, so there is no second instance to start', () => {
-    // The CI runs the suite on PostgreSQL too (TEST_DATABASE_URL), where the tests below run.
-    expect(inject('testDatabase').kind).toBe('pglite');
-  });
-});
+explainPostgresOnly(
+  'several instances',
+  'embedded PGlite is one process by design, so there is no second instance to start',
+);
 
 describe.runIf(usingPostgres())('several instances on one PostgreSQL', () => {
   let database: TestDatabase;

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import {
   crew,
   deploy,
+  explainPostgresOnly,
   runnerPid as findRunnerPid,
   getRun,
   type Instance,
@@ -13,11 +14,10 @@ import {
   until,
 } from './helpers.js';
 
-describe.runIf(!usingPostgres())('notifications between instances (embedded database)', () => {
-  it('runs only on PostgreSQL: with the embedded database one process holds every cache and every run', () => {
-    expect(inject('testDatabase').kind).toBe('pglite');
-  });
-});
+explainPostgresOnly(
+  'notifications between instances',
+  'with the embedded database one process holds every cache and every run',
+);
 
 /**
  * What instances tell each other through PostgreSQL notifications: changes to what they cache

@@ -1,14 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { crew, deploy, type Instance, readStream, startInstance, startRun, until } from './helpers.js';
+import {
+  crew,
+  deploy,
+  explainPostgresOnly,
+  type Instance,
+  readStream,
+  startInstance,
+  startRun,
+  until,
+} from './helpers.js';
 
-describe.runIf(!usingPostgres())('a PostgreSQL outage (embedded database)', () => {
-  it('runs only on PostgreSQL: the embedded PGlite lives inside the process, so it cannot go down alone', () => {
-    expect(inject('testDatabase').kind).toBe('pglite');
-  });
-});
+explainPostgresOnly('a PostgreSQL outage', 'the embedded PGlite lives inside the process, so it cannot go down alone');
 
 describe.runIf(usingPostgres())('a PostgreSQL outage under load', () => {
   let database: TestDatabase;
