@@ -20,9 +20,10 @@ function holdsNul(value: unknown): boolean {
 }
 
 /** Why a parsed body cannot be stored, or null. */
-function bodyProblem(value: unknown): string | null {
+function bodyProblem(text: string, value: unknown): string | null {
   if (nestedDeeperThan(value, MAX_JSON_DEPTH)) return `Body is nested deeper than ${MAX_JSON_DEPTH} levels`;
-  if (holdsNul(value)) return NUL_MESSAGE;
+  // JSON text cannot hold a raw NUL in a string, so only the escape can put one there.
+  if (text.includes('\\u0000') && holdsNul(value)) return NUL_MESSAGE;
   return null;
 }
 
@@ -47,7 +48,7 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       done(new AppError(400, 'bad_request', 'Body is not valid JSON'), undefined);
       return;
     }
-    const problem = bodyProblem(parsed);
+    const problem = bodyProblem(text, parsed);
     if (problem) {
       done(new AppError(400, 'bad_request', problem), undefined);
       return;

@@ -92,6 +92,22 @@ describe('error model', () => {
     expect(response.json().error.message).toMatch(/nested deeper/);
   });
 
+  it('refuses the NUL character anywhere in a body, key or value, before any route sees it', async () => {
+    for (const payload of ['{"name": "a\\u0000b"}', '{"name": "x", "k\\u0000": 1}', '{"name": ["\\u0000"]}']) {
+      const response = await ctx.app.inject({
+        method: 'POST',
+        url: '/v1/deployments',
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload,
+      });
+      expect(response.statusCode, payload).toBe(400);
+      expect(response.json().error).toEqual({
+        message: 'Body contains the NUL character (\\u0000), which cannot be stored',
+        code: 'bad_request',
+      });
+    }
+  });
+
   it('names the field in validation errors', async () => {
     const missing = await ctx.call('POST', '/v1/deployments', { body: {} });
     expect(missing.statusCode).toBe(400);
