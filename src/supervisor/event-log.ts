@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { refusedAsData } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent } from '../events/types.js';
@@ -15,6 +16,10 @@ interface StoredEvent extends LiveEvent {
 const MAX_BATCH = 500;
 /** How long events may wait to be stored together; streams get them at once regardless. */
 const FLUSH_DELAY_MS = 200;
+/** While the database is away, unstored events are kept up to this much per run; older ones go past it. */
+const MAX_UNSTORED_BYTES = 16 * 1024 * 1024;
+/** Attempts at a batch the database refuses as data before it is dropped. */
+const REFUSED_ATTEMPTS = 3;
 /** The recent events kept in memory, so a stream opening on a running run needs no replay query. */
 const RECENT_EVENTS = 1000;
 const RECENT_BYTES = 1024 * 1024;
@@ -32,7 +37,10 @@ export class RunEventLog {
   private limitNoticed = false;
   /** Not yet stored (including a batch in flight), in order. */
   private pending: StoredEvent[] = [];
+  private pendingBytes = 0;
   private inFlight = 0;
+  /** Failed attempts in a row at storing the first pending batch. */
+  private failures = 0;
   /** The latest events, stored or not, in order. */
   private recent: StoredEvent[] = [];
   private recentBytes = 0;
@@ -73,6 +81,7 @@ export class RunEventLog {
     const json = JSON.stringify({ type, data });
     const event: StoredEvent = { seq: this.nextSeq++, json, type, data: JSON.stringify(data) };
     this.pending.push(event);
+    this.pendingBytes += event.json.length;
     this.remember(event);
     this.bus.publish(this.runId, event);
     if (this.pending.length - this.inFlight >= MAX_BATCH) this.flushSoon(0);
@@ -95,6 +104,7 @@ export class RunEventLog {
     while (this.flushing) await this.flushing;
     const unstored = this.pending.map((event) => this.row(event));
     this.pending = [];
+    this.pendingBytes = 0;
     return { unstored, nextSeq: this.nextSeq };
   }
 
@@ -124,9 +134,16 @@ export class RunEventLog {
     }, delayMs);
   }
 
-  /** Stores pending events in batches; stops early once closed (the rest go with the run's end). */
+  private dropFirst(count: number): void {
+    for (const event of this.pending.splice(0, count)) this.pendingBytes -= event.json.length;
+  }
+
+  /**
+   * Stores pending events in batches; stops early once closed (the rest go with the run's end).
+   * While the database is away the events wait, within MAX_UNSTORED_BYTES, and are stored once
+   * it is back; a batch it refuses as data is dropped after a few attempts.
+   */
   private async flush(): Promise<void> {
-    let failures = 0;
     while (this.pending.length > 0 && !this.closed) {
       const batch = this.pending.slice(0, MAX_BATCH);
       this.inFlight = batch.length;
@@ -135,18 +152,18 @@ export class RunEventLog {
           this.db,
           batch.map((event) => this.row(event)),
         );
-        this.pending.splice(0, batch.length);
-        failures = 0;
+        this.dropFirst(batch.length);
+        this.failures = 0;
         this.bus.stored?.(this.runId, batch);
       } catch (error) {
-        failures++;
-        this.logger.error({ err: error, runId: this.runId, failures }, 'storing run events failed');
-        if (failures >= 5) {
-          // The database keeps refusing: drop these rather than hold the run forever.
-          this.pending.splice(0, batch.length);
-          failures = 0;
+        this.failures++;
+        this.logger.error({ err: error, runId: this.runId, failures: this.failures }, 'storing run events failed');
+        const refused = refusedAsData(error) && this.failures >= REFUSED_ATTEMPTS;
+        if (refused || this.pendingBytes > MAX_UNSTORED_BYTES) {
+          this.dropFirst(batch.length);
+          this.failures = 0;
         } else {
-          await new Promise((resolve) => setTimeout(resolve, 200 * failures));
+          await new Promise((resolve) => setTimeout(resolve, Math.min(200 * this.failures, 2000)));
         }
       } finally {
         this.inFlight = 0;

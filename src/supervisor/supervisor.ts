@@ -3,6 +3,7 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { refusedAsData } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import { liveEnd, type RunLifecycle, type RunOutcome } from '../runs/lifecycle.js';
@@ -16,12 +17,6 @@ import type { RunnerMessage } from './protocol.js';
 import { Slots } from './slots.js';
 import { createSpawner } from './spawner.js';
 import type { WakeUps } from './wake-ups.js';
-
-/** SQLSTATE classes 22 (data exception) and 54 (program limit exceeded): the data, not the database, is at fault. */
-function refusedAsData(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('54'));
-}
 
 /** A run's scratch folder goes with the run; most runners leave it empty, which one rmdir settles. */
 async function removeScratch(folder: string): Promise<void> {

@@ -39,6 +39,7 @@ describe.runIf(usingPostgres())('a PostgreSQL outage under load', () => {
   }, async () => {
     const slow = await deploy(instance, crew('slow.mjs'));
     const quick = await deploy(instance, crew('trivial.mjs'));
+    const chatty = await deploy(instance, crew('timed-events.mjs'));
     const thread = await (await instance.call('POST', '/v1/threads', { deployment_id: slow })).json();
 
     // Runs that are going on when the database goes away, and end while it is away.
@@ -72,11 +73,14 @@ describe.runIf(usingPostgres())('a PostgreSQL outage under load', () => {
     })();
 
     await sleep(300);
+    // A run writing an event every millisecond through the outage: thousands wait to be stored.
+    const busy = (await startRun(instance, chatty, { count: 4000, interval_ms: 1 })).run_id;
+    runIds.push(busy);
     proxy.cut();
     const downFrom = statuses.length;
     await until(async () => statuses.slice(downFrom).filter((status) => status === 503).length >= 10);
     // Long enough for the running runs to end while their ends cannot be written.
-    await sleep(1500);
+    await sleep(2500);
     const duringOutage = statuses.slice(downFrom);
     proxy.restore();
 
@@ -108,6 +112,28 @@ describe.runIf(usingPostgres())('a PostgreSQL outage under load', () => {
     const slowRuns = rows.filter((row) => row.id === runIds[0] || row.id === runIds[1]);
     // Their ends were kept and written once the database came back.
     expect(slowRuns.map((row) => row.status)).toEqual(['succeeded', 'succeeded']);
+    // So were the events they wrote while it was away: every one stored, numbered without a gap.
+    for (const runId of [runIds[0], runIds[1]] as string[]) {
+      const events = await db
+        .selectFrom('run_events')
+        .select(['seq', 'type', 'data'])
+        .where('run_id', '=', runId)
+        .orderBy('seq')
+        .execute();
+      expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+      const ticks = events.filter((event) => /^tick \d+$/.test((event.data as { message?: string }).message ?? ''));
+      expect(ticks).toHaveLength(20);
+      expect(events[0]?.type).toBe('run.started');
+      expect(events.at(-1)?.type).toBe('run.completed');
+    }
+    const busyEvents = await db
+      .selectFrom('run_events')
+      .select(['seq', 'type'])
+      .where('run_id', '=', busy)
+      .orderBy('seq')
+      .execute();
+    expect(busyEvents.map((event) => event.seq)).toEqual(busyEvents.map((_, index) => index + 1));
+    expect(busyEvents.filter((event) => event.type === 'tick')).toHaveLength(4000);
     const threadRow = await db
       .selectFrom('threads')
       .select('status')
