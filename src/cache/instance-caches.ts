@@ -23,8 +23,9 @@ export interface InstanceCaches {
   changing<T>(name: CacheName, change: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
 }
 
-export type CacheName = 'api_keys' | 'runs' | 'webhooks';
-const CACHE_NAMES: readonly string[] = ['api_keys', 'runs', 'webhooks'] satisfies CacheName[];
+const CACHE_NAMES = ['api_keys', 'runs', 'webhooks'] as const;
+export type CacheName = (typeof CACHE_NAMES)[number];
+const isCacheName = (name: string): name is CacheName => (CACHE_NAMES as readonly string[]).includes(name);
 
 export function createInstanceCaches(options: {
   db: Kysely<Database>;
@@ -47,7 +48,7 @@ export function createInstanceCaches(options: {
   };
   if (listener && options.backend === 'postgres') {
     listener.on(CACHE_CHANNEL, (name) => {
-      if (CACHE_NAMES.includes(name)) caches[name as CacheName].clear();
+      if (isCacheName(name)) caches[name].clear();
     });
     // Notifications sent while the connection was down are lost: start afresh either way.
     listener.onConnectionChange(clearAll);

@@ -1,8 +1,17 @@
+const sqlState = (error: unknown): string | null => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : null;
+};
+
+/** SQLSTATE class 22 (data exception): a NUL byte, a number out of range, an invalid Unicode escape… */
+export function isDataException(error: unknown): boolean {
+  return /^22[0-9A-Z]{3}$/.test(sqlState(error) ?? '');
+}
+
 /**
- * Whether PostgreSQL refused the data itself: SQLSTATE classes 22 (data exception) and 54
- * (program limit exceeded, such as JSON nested too deep). Trying again would never succeed.
+ * Whether PostgreSQL refused the data itself: a data exception, or class 54 (program limit
+ * exceeded, such as JSON nested too deep). Trying again would never succeed.
  */
 export function refusedAsData(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('54'));
+  return isDataException(error) || (sqlState(error)?.startsWith('54') ?? false);
 }

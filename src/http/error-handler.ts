@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { isDataException } from '../db/sqlstate.js';
 import { AppError, type ErrorCode } from '../errors.js';
 import { validationMessage } from './validation-message.js';
 
@@ -39,12 +40,6 @@ export function frameworkErrorReply(error: FastifyError, _request: FastifyReques
   reply.status(400).send({ error: { message, code: 'bad_request' } });
 }
 
-/** SQLSTATE class 22 (data exception): a NUL byte in a path or query value, a number out of range… */
-function isInvalidValueForDatabase(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
-}
-
 /** The one place errors become replies: `{ error: { message, code } }`, 5xx details only in the log. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -72,7 +67,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (error instanceof SyntaxError) {
       return reply.status(400).send({ error: { message: 'Body is not valid JSON', code: 'bad_request' } });
     }
-    if (isInvalidValueForDatabase(error)) {
+    // A NUL byte in a path or query value, a number out of range…
+    if (isDataException(error)) {
       return reply
         .status(400)
         .send({ error: { message: `A value in the request cannot be stored: ${error.message}`, code: 'bad_request' } });

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
-import { type Kysely, sql } from 'kysely';
+import { type ExpressionBuilder, type Kysely, sql } from 'kysely';
 import type { Database } from '../db/types.js';
 import { randomToken } from '../ids.js';
 
@@ -19,17 +19,18 @@ export function createInstanceLease(db: Kysely<Database>, options: { name: strin
   const id = `ins_${randomToken(24)}`;
   const expiry = () => sql<Date>`now() + ${options.leaseSeconds} * interval '1 second'`;
 
-  async function peersAlive(): Promise<boolean> {
-    const peer = await db
-      .selectFrom('instances')
-      .select('id')
-      .where('id', '<>', id)
-      .where('stopped_at', 'is', null)
-      .where('expires_at', '>', sql<Date>`now()`)
-      .limit(1)
-      .executeTakeFirst();
-    return peer !== undefined;
-  }
+  /** Read in the statement that writes this instance's row: whether other instances are alive. */
+  const peersAlive = (eb: ExpressionBuilder<Database, 'instances'>) =>
+    eb
+      .exists(
+        eb
+          .selectFrom('instances as other')
+          .select('other.id')
+          .where('other.id', '<>', id)
+          .where('other.stopped_at', 'is', null)
+          .where('other.expires_at', '>', sql<Date>`now()`),
+      )
+      .as('peers');
 
   return {
     id,
@@ -37,18 +38,24 @@ export function createInstanceLease(db: Kysely<Database>, options: { name: strin
 
     /** Registers this incarnation; true when other instances are alive. */
     async register(): Promise<boolean> {
-      await db.insertInto('instances').values({ id, name: options.name, expires_at: expiry() }).execute();
-      return peersAlive();
+      const row = await db
+        .insertInto('instances')
+        .values({ id, name: options.name, expires_at: expiry() })
+        .returning(peersAlive)
+        .executeTakeFirstOrThrow();
+      return Boolean(row.peers);
     },
 
     /** Renews the lease; true when other instances are alive. */
     async heartbeat(): Promise<boolean> {
-      await db
+      const row = await db
         .updateTable('instances')
         .set({ heartbeat_at: sql<Date>`now()`, expires_at: expiry() })
         .where('id', '=', id)
-        .execute();
-      return peersAlive();
+        .returning(peersAlive)
+        .executeTakeFirst();
+      // No row (deleted behind its back): assume others, so events are still announced.
+      return row ? Boolean(row.peers) : true;
     },
 
     async release(): Promise<void> {
