@@ -4,9 +4,10 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CREWS, deployCrew, followRun, now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, percentile, printFigure } from './lib/figures.js';
-import { type Json, jsonRequest } from './lib/json-request.js';
+import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
 import { type Proc, startProcess } from './lib/node-process.js';
 
 /*
@@ -15,10 +16,7 @@ import { type Proc, startProcess } from './lib/node-process.js';
  * read alone; this process is the client, over real sockets.
  */
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const CREWS = path.join(ROOT, 'examples/crews');
 const KEY = 'bench-runs-admin-key-0123456789';
-const now = () => performance.timeOrigin + performance.now();
 const RUNNER_VARS = ['CREWD_RUN_ID', 'CREWD_DEPLOYMENT_ID', 'CREWD_VERSION_ID', 'CREWD_THREAD_ID'];
 
 type Server = Proc;
@@ -40,65 +38,9 @@ function startServer(databaseUrl: string, dataDir: string): Promise<Server> {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 /** One JSON request over a kept-alive socket; rejects on a 4xx or 5xx. */
+const target = (server: Server): JsonTarget => ({ port: server.port, key: KEY, agent });
 const request = (server: Server, method: string, url: string, body?: unknown): Promise<Json> =>
-  jsonRequest({ port: server.port, key: KEY, agent }, method, url, body);
-
-/**
- * Follows a run's event stream until it ends; `onData` sees each `data:` payload (as text) with
- * the time it arrived. A lean parser, so a thousand of these in one process stay cheap.
- */
-function follow(
-  server: Server,
-  runId: string,
-  onData: (data: string, arrivedAt: number) => void,
-  options: { agent?: http.Agent; onOpen?: () => void } = {},
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(
-      {
-        host: '127.0.0.1',
-        port: server.port,
-        path: `/v1/runs/${runId}/events`,
-        agent: options.agent ?? agent,
-        headers: { authorization: `Bearer ${KEY}`, accept: 'text/event-stream' },
-      },
-      (res) => {
-        if (res.statusCode !== 200) {
-          reject(new Error(`stream ${runId}: ${res.statusCode}`));
-          res.resume();
-          return;
-        }
-        options.onOpen?.();
-        let buffer = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          const arrivedAt = now();
-          buffer += chunk;
-          let end = buffer.indexOf('\n\n');
-          while (end !== -1) {
-            const frame = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const at = frame.indexOf('data: ');
-            if (at !== -1) onData(frame.slice(at + 6), arrivedAt);
-            end = buffer.indexOf('\n\n');
-          }
-        });
-        res.on('end', () => resolve());
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-  });
-}
-
-async function deployCrew(server: Server, file: string): Promise<string> {
-  const deployment = await request(server, 'POST', '/v1/deployments', { name: file });
-  await request(server, 'POST', `/v1/deployments/${deployment.id}/versions`, {
-    command: [process.execPath, path.join(CREWS, file)],
-    environment: 'production',
-  });
-  return deployment.id;
-}
+  jsonRequest(target(server), method, url, body);
 
 /** The baseline: the same command spawned straight from Node, input on stdin, until it exits. */
 function spawnCrew(file: string, input: Record<string, unknown>): Promise<void> {
@@ -117,7 +59,7 @@ function spawnCrew(file: string, input: Record<string, unknown>): Promise<void> 
 async function runToComplete(server: Server, deploymentId: string, input: Record<string, unknown>): Promise<void> {
   const created = await request(server, 'POST', '/v1/runs', { deployment_id: deploymentId, input });
   let complete = false;
-  await follow(server, created.run_id, (data) => {
+  await followRun(target(server), created.run_id, (data) => {
     if (data.startsWith('{"type":"complete"')) complete = true;
   });
   if (!complete) throw new Error(`run ${created.run_id} ended without complete`);
@@ -177,7 +119,7 @@ async function relay(server: Server, timed: string): Promise<void> {
     input: { count: 1000, interval_ms: 2, start_delay_ms: 200 },
   });
   const delays: number[] = [];
-  await follow(server, created.run_id, (data, arrivedAt) => {
+  await followRun(target(server), created.run_id, (data, arrivedAt) => {
     if (!data.startsWith('{"type":"tick"')) return;
     const t = Number(/"t":([\d.]+)/.exec(data)?.[1]);
     delays.push(arrivedAt - t);
@@ -222,8 +164,8 @@ async function fanOut(server: Server, timed: string): Promise<void> {
   for (let c = 0; c < CLIENTS; c++) {
     let expected = 1;
     streams.push(
-      follow(
-        server,
+      followRun(
+        target(server),
         created.run_id,
         (data, arrivedAt) => {
           if (data.startsWith('{"type":"tick"')) {
@@ -290,8 +232,8 @@ export async function run(): Promise<void> {
   let server: Server | null = null;
   try {
     server = await startServer(scratch.url, dataDir);
-    const trivial = await deployCrew(server, 'trivial.mjs');
-    const timed = await deployCrew(server, 'timed-events.mjs');
+    const trivial = await deployCrew(target(server), 'trivial.mjs');
+    const timed = await deployCrew(target(server), 'timed-events.mjs');
     await latency(server, trivial);
     await throughput(server, trivial);
     await relay(server, timed);

@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import { deployCrew, followRun } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { printFigure } from './lib/figures.js';
-import { type Json, jsonRequest } from './lib/json-request.js';
+import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
 import { type Proc, startProcess } from './lib/node-process.js';
 
 /*
@@ -18,8 +19,6 @@ import { type Proc, startProcess } from './lib/node-process.js';
  * other instance, table queries, webhook deliveries; errors counted, RSS at the start and the end.
  */
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const CREWS = path.join(ROOT, 'examples/crews');
 const KEY = 'bench-scale-admin-key-0123456789';
 const CONNECTIONS = 50;
 const RPS_SECONDS = Number(process.env.SCALE_RPS_SECONDS ?? 8);
@@ -57,56 +56,9 @@ function startBare(body: string): Promise<Proc> {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 /** One JSON request; rejects on any status other than `expect`. */
+const target = (server: Proc): JsonTarget => ({ port: server.port, key: KEY, agent });
 const request = (server: Proc, method: string, url: string, body?: unknown, expect?: number): Promise<Json> =>
-  jsonRequest({ port: server.port, key: KEY, agent }, method, url, body, expect);
-
-/** Follows a run's stream to its end; resolves with the `data:` payloads. */
-function follow(server: Proc, runId: string): Promise<Json[]> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(
-      {
-        host: '127.0.0.1',
-        port: server.port,
-        path: `/v1/runs/${runId}/events`,
-        agent,
-        headers: { authorization: `Bearer ${KEY}`, accept: 'text/event-stream' },
-      },
-      (res) => {
-        if (res.statusCode !== 200) {
-          res.resume();
-          reject(new Error(`stream ${runId}: ${res.statusCode}`));
-          return;
-        }
-        const data: Json[] = [];
-        let buffer = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          let end = buffer.indexOf('\n\n');
-          while (end !== -1) {
-            const frame = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const at = frame.indexOf('data: ');
-            if (at !== -1) data.push(JSON.parse(frame.slice(at + 6)));
-            end = buffer.indexOf('\n\n');
-          }
-        });
-        res.on('end', () => resolve(data));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-  });
-}
-
-async function deployCrew(server: Proc, file: string): Promise<string> {
-  const deployment = await request(server, 'POST', '/v1/deployments', { name: file });
-  await request(server, 'POST', `/v1/deployments/${deployment.id}/versions`, {
-    command: [process.execPath, path.join(CREWS, file)],
-    environment: 'production',
-  });
-  return deployment.id;
-}
+  jsonRequest(target(server), method, url, body, expect);
 
 /** Requests per second of GET `url` over CONNECTIONS kept-alive connections for `seconds`. */
 async function hammer(base: string, url: string, seconds: number): Promise<number> {
@@ -188,8 +140,8 @@ async function startReceiver(): Promise<{ url: string; seen: Map<string, number>
 async function mixedLoad(a: Proc, b: Proc): Promise<void> {
   const instances = [a, b];
   const receiver = await startReceiver();
-  const trivial = await deployCrew(a, 'trivial.mjs');
-  const timed = await deployCrew(a, 'timed-events.mjs');
+  const trivial = await deployCrew(target(a), 'trivial.mjs');
+  const timed = await deployCrew(target(a), 'timed-events.mjs');
   await request(a, 'POST', '/v1/webhooks', {
     deployment_id: trivial,
     name: 'bench',
@@ -246,7 +198,8 @@ async function mixedLoad(a: Proc, b: Proc): Promise<void> {
           { deployment_id: timed, input: { count: 30, interval_ms: 10 } },
           202,
         );
-        const data = await follow(reader, run.run_id);
+        const data: Json[] = [];
+        await followRun(target(reader), run.run_id, (text) => data.push(JSON.parse(text)));
         requests += 2;
         const ticks = data.filter((item) => item.type === 'tick').length;
         const last = data.at(-1);
@@ -336,7 +289,7 @@ export async function run(): Promise<void> {
     servers.push(await startCrewd(database.url, dirs[0] as string));
     servers.push(await startCrewd(database.url, dirs[1] as string));
     const [a, b] = servers as [Proc, Proc];
-    const trivial = await deployCrew(a, 'trivial.mjs');
+    const trivial = await deployCrew(target(a), 'trivial.mjs');
     await getRunThroughput(a, trivial);
     await mixedLoad(a, b);
   } finally {
