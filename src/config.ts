@@ -55,7 +55,7 @@ export interface Config {
   logLevel: ParsedEnv['LOG_LEVEL'];
   /** Requests one API key may make per minute on one instance; 0 turns the limit off. */
   rateLimitPerMinute: number;
-  /** PATH handed to runner processes; unset: the supervisor's default system PATH. */
+  /** PATH handed to runner processes; unset: a default system PATH (src/execution/run-setup.ts). */
   runnerPath: string | undefined;
 }
 

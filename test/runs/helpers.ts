@@ -4,9 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { bootstrapDefaultOrganization } from '../../src/access/bootstrap.js';
 import { buildApp } from '../../src/app.js';
+import type { RunTimings } from '../../src/compose.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import type { RunTimings } from '../../src/runs/runtime.js';
 import { ADMIN_KEY, type CallOptions } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 

@@ -231,7 +231,8 @@ export async function enqueueRunEnd(ctx: WebhookTestContext, run: FinishedRun): 
     allowPrivateUrls: true,
     caches: createInstanceCaches({ ...ctx.database.handle, listener: null }),
   });
-  return ctx.database.handle.db.transaction().execute((trx) => service.enqueueForRun(trx, run));
+  const written = await ctx.database.handle.db.transaction().execute((trx) => service.enqueueForRun(trx, run));
+  return written.map((delivery) => delivery.id);
 }
 
 export async function getDelivery(ctx: WebhookTestContext, webhookId: string, deliveryId: string) {

@@ -80,7 +80,7 @@ describe('deliveries survive a restart', () => {
         allowPrivateUrls: true,
         caches: createInstanceCaches({ ...ctx.database.handle, listener: null }),
       });
-      const [id] = await service.enqueueForRun(trx, finishedRun(deploymentId));
+      const [id] = (await service.enqueueForRun(trx, finishedRun(deploymentId))).map((delivery) => delivery.id);
       await trx
         .updateTable('webhook_deliveries')
         .set({ lease_token: 'dead-instance', lease_until: new Date(Date.now() - 1000) })

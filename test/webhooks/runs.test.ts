@@ -231,12 +231,12 @@ describe('webhooks with real runs', () => {
   });
 });
 
-describe('webhooks with real runs, commits looked up instead of notified', () => {
+describe('webhooks with real runs, a long poll interval', () => {
   let ctx: WebhookTestContext;
   let receiver: Receiver;
 
   beforeAll(async () => {
-    ctx = await createWebhookTestContext({}, { webhookWorker: { listen: false, pollIntervalMs: 5_000 } });
+    ctx = await createWebhookTestContext({}, { webhookWorker: { pollIntervalMs: 5_000 } });
     receiver = await startReceiver();
   });
   afterAll(async () => {

@@ -1,16 +1,9 @@
-import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
+import type { LaunchRequest, ProcessLauncher } from './launcher.js';
 import { RUN_LIMITS } from './limits.js';
 import { LineSplitter } from './line-splitter.js';
 import { terminateGroup } from './process-group.js';
 import { parseLongLine, parseStdoutLine, type RunnerMessage, stderrEvent, withoutNul } from './protocol.js';
-import type { Spawner } from './spawner.js';
-
-export interface ProcessSpec {
-  command: string[];
-  cwd: string;
-  env: Record<string, string>;
-  stdin: string;
-}
 
 export type ProcessExit =
   /** `statusLost`: the runner ended but its exit status went with a crashed spawner. */
@@ -29,7 +22,7 @@ export interface RunnerProcess {
   terminate(): Promise<void>;
 }
 
-const closed = (socket: Socket) =>
+const closed = (socket: Readable) =>
   new Promise<void>((resolve) => {
     if (socket.destroyed) resolve();
     else socket.once('close', () => resolve());
@@ -40,8 +33,8 @@ const closed = (socket: Socket) =>
  * stdin, each line of stdout and stderr turned into a message as it arrives.
  */
 export function startRunnerProcess(
-  spawner: Spawner,
-  spec: ProcessSpec,
+  launcher: ProcessLauncher,
+  request: LaunchRequest,
   options: { killGraceMs: number; onMessage(message: RunnerMessage): void },
 ): RunnerProcess {
   const { onMessage, killGraceMs } = options;
@@ -80,13 +73,7 @@ export function startRunnerProcess(
     return terminating;
   };
 
-  const spawned = spawner.spawn({
-    file: spec.command[0] as string,
-    args: spec.command.slice(1),
-    cwd: spec.cwd,
-    env: spec.env,
-    stdin: spec.stdin,
-  });
+  const spawned = launcher.launch(request);
   const started = spawned.then((result) => !('error' in result));
   const exited = spawned.then(async (result): Promise<ProcessExit> => {
     if ('error' in result) return { kind: 'spawn_failed', error: result.error };
