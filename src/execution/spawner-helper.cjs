@@ -10,6 +10,7 @@ const { spawn } = require('node:child_process');
 /** @typedef {{ id: number, file: string, args: string[], cwd: string, env: Record<string, string>, stdin: string }} SpawnMessage */
 
 /** Process group ids of runners still running. */
+/** @type {Set<number>} */
 const live = new Set();
 
 /** @param {object} message @param {any} [handle] */
@@ -75,7 +76,7 @@ process.on('message', (/** @type {SpawnMessage} */ m) => {
     send({ op: 'stderr', id: m.id }, child.stderr);
   });
   child.once('exit', (code, signal) => {
-    live.delete(child.pid);
+    if (child.pid !== undefined) live.delete(child.pid);
     if (started) send({ op: 'exit', id: m.id, code, signal });
   });
 });
