@@ -11,6 +11,7 @@ import { RunEventLog } from './event-log.js';
 import { LOST_RUN_ERROR } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
 import { type ProcessExit, startRunnerProcess } from './process-runner.js';
+import { missingProgram } from './program-check.js';
 import { prepareRunFolder, removeScratchFolder, runnerEnvironment } from './run-setup.js';
 import type { RunningRuns } from './running-runs.js';
 
@@ -56,12 +57,15 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   /** Starts the process in the run's folder; the exit of a run that could not start says why. */
   async function startProcess(run: ActiveRun, cwd: string): Promise<{ exited: Promise<ProcessExit> }> {
     const { spec } = run;
+    const env = runnerEnvironment(spec, options.runnerPath);
+    const missing = missingProgram(spec.version.command, cwd, env.PATH ?? '');
+    if (missing) return { exited: Promise.resolve({ kind: 'spawn_failed', error: missing }) };
     const proc = startRunnerProcess(
       options.launcher,
       {
         command: spec.version.command,
         cwd,
-        env: runnerEnvironment(spec, options.runnerPath),
+        env,
         stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread }),
         confinement: { writable: [cwd], readOnly: [] },
       },

@@ -22,6 +22,9 @@ export interface RunnerProcess {
   terminate(): Promise<void>;
 }
 
+/** Node's version line and stack frames: what follows an uncaught error's message. */
+const NODE_TRAILER = /^(Node\.js v\d+\.\d+\.\d+|\s+at .+)$/;
+
 const closed = (socket: Readable) =>
   new Promise<void>((resolve) => {
     if (socket.destroyed) resolve();
@@ -53,7 +56,8 @@ export function startRunnerProcess(
     line: (raw) => {
       if (raw.trim() === '') return;
       const text = withoutNul(raw);
-      lastStderr = text;
+      // Node ends an uncaught error with its stack and its version; the error's own line says what went wrong.
+      if (!NODE_TRAILER.test(text)) lastStderr = text;
       onMessage(stderrEvent(text));
     },
     longLine: (line) => {
