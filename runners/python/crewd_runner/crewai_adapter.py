@@ -55,7 +55,7 @@ def crew_output(result):
         "raw": result.raw,
         "json": to_jsonable(structured),
         "tasks": [
-            {"task": task.name or task.description, "agent": task.agent, "raw": task.raw}
+            {"task": (task.name or task.description).strip(), "agent": (task.agent or "").strip(), "raw": task.raw}
             for task in result.tasks_output
         ],
         "token_usage": to_jsonable(result.token_usage),

@@ -3,20 +3,25 @@
 from .jsonsafe import to_jsonable
 
 
+def _clean(text):
+    # YAML's folded `>` blocks leave a trailing newline on roles and descriptions.
+    return text.strip() if isinstance(text, str) else text
+
+
 def task_label(task):
     if task is None:
         return None
-    return getattr(task, "name", None) or getattr(task, "description", None)
+    return _clean(getattr(task, "name", None) or getattr(task, "description", None))
 
 
 def agent_role(agent):
-    return getattr(agent, "role", None) if agent is not None else None
+    return _clean(getattr(agent, "role", None)) if agent is not None else None
 
 
 def _task_agent(event):
     task = getattr(event, "task", None)
-    role = agent_role(getattr(task, "agent", None)) or getattr(event, "agent_role", None)
-    return task_label(task) or getattr(event, "task_name", None), role
+    role = agent_role(getattr(task, "agent", None)) or _clean(getattr(event, "agent_role", None))
+    return task_label(task) or _clean(getattr(event, "task_name", None)), role
 
 
 def on_task_started(event):
@@ -62,23 +67,27 @@ def on_agent_error(event):
     }
 
 
+def _tool_agent(event):
+    return agent_role(getattr(event, "agent", None)) or _clean(event.agent_role)
+
+
 def on_tool_started(event):
-    return "tool_use", {"tool": event.tool_name, "input": event.tool_args, "agent": event.agent_role}
+    return "tool_use", {"tool": event.tool_name, "input": event.tool_args, "agent": _tool_agent(event)}
 
 
 def on_tool_finished(event):
-    return "tool_use", {"tool": event.tool_name, "output": event.output, "agent": event.agent_role}
+    return "tool_use", {"tool": event.tool_name, "output": event.output, "agent": _tool_agent(event)}
 
 
 def on_tool_error(event):
-    return "tool_use", {"tool": event.tool_name, "error": str(event.error), "agent": event.agent_role}
+    return "tool_use", {"tool": event.tool_name, "error": str(event.error), "agent": _tool_agent(event)}
 
 
 def on_llm_completed(event):
     data = {"model": event.model}
     if event.usage:
         data["usage"] = event.usage
-    role = agent_role(getattr(event, "from_agent", None)) or getattr(event, "agent_role", None)
+    role = agent_role(getattr(event, "from_agent", None)) or _clean(getattr(event, "agent_role", None))
     if role:
         data["agent"] = role
     return "llm.call", data
