@@ -37,6 +37,10 @@ class LogWriter(io.TextIOBase):
     def fileno(self):
         return self._fd
 
+    @property
+    def buffer(self):
+        return _BytesToText(self)
+
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
@@ -56,6 +60,20 @@ class LogWriter(io.TextIOBase):
         line = line.rstrip("\r")
         if line.strip():
             self._emitter.log(line, stream=self._stream)
+
+
+class _BytesToText:
+    """`sys.stdout.buffer` for code that writes bytes."""
+
+    def __init__(self, text_stream):
+        self._text = text_stream
+
+    def write(self, data):
+        self._text.write(bytes(data).decode("utf-8", errors="replace"))
+        return len(data)
+
+    def flush(self):
+        self._text.flush()
 
 
 class ProtocolLogHandler(logging.Handler):

@@ -80,8 +80,8 @@ def _relayed_events(emitter):
 
 
 def _handler(relay, mapper):
-    def handle(_source, event):
-        event_type, data = crewai_events.jsonable_event(mapper, event)
+    def handle(source, event):
+        event_type, data = crewai_events.jsonable_event(mapper, source, event)
         relay.put(getattr(event, "emission_sequence", None), event_type, data)
 
     return handle

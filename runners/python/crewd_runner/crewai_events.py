@@ -24,23 +24,23 @@ def _task_agent(event):
     return task_label(task) or _clean(getattr(event, "task_name", None)), role
 
 
-def on_task_started(event):
+def on_task_started(_source, event):
     task, agent = _task_agent(event)
     return "task.started", {"task": task, "agent": agent}
 
 
-def on_task_completed(event):
+def on_task_completed(_source, event):
     task, agent = _task_agent(event)
     output = getattr(event, "output", None)
     return "task.completed", {"task": task, "agent": agent, "output": getattr(output, "raw", output)}
 
 
-def on_task_failed(event):
+def on_task_failed(_source, event):
     task, agent = _task_agent(event)
     return "task.failed", {"task": task, "agent": agent, "error": str(event.error)}
 
 
-def on_agent_started(event):
+def on_agent_started(_source, event):
     return "agent.action", {
         "agent": agent_role(event.agent),
         "action": "started",
@@ -49,7 +49,7 @@ def on_agent_started(event):
     }
 
 
-def on_agent_completed(event):
+def on_agent_completed(_source, event):
     return "agent.action", {
         "agent": agent_role(event.agent),
         "action": "finished",
@@ -58,7 +58,7 @@ def on_agent_completed(event):
     }
 
 
-def on_agent_error(event):
+def on_agent_error(_source, event):
     return "agent.action", {
         "agent": agent_role(event.agent),
         "action": "failed",
@@ -67,23 +67,35 @@ def on_agent_error(event):
     }
 
 
-def _tool_agent(event):
-    return agent_role(getattr(event, "agent", None)) or _clean(event.agent_role)
+def _tool_agent(source, event):
+    for holder in (event, source):
+        for name in ("agent", "from_agent"):
+            role = agent_role(getattr(holder, name, None))
+            if role:
+                return role
+    return _clean(event.agent_role)
 
 
-def on_tool_started(event):
-    return "tool_use", {"tool": event.tool_name, "input": event.tool_args, "agent": _tool_agent(event)}
+def _tool_name(event):
+    # CrewAI names a tool as the model wrote it when it starts and sanitized when it ends: one name for both.
+    from crewai.utilities.string_utils import sanitize_tool_name
+
+    return sanitize_tool_name(event.tool_name)
 
 
-def on_tool_finished(event):
-    return "tool_use", {"tool": event.tool_name, "output": event.output, "agent": _tool_agent(event)}
+def on_tool_started(source, event):
+    return "tool_use", {"tool": _tool_name(event), "input": event.tool_args, "agent": _tool_agent(source, event)}
 
 
-def on_tool_error(event):
-    return "tool_use", {"tool": event.tool_name, "error": str(event.error), "agent": _tool_agent(event)}
+def on_tool_finished(source, event):
+    return "tool_use", {"tool": _tool_name(event), "output": event.output, "agent": _tool_agent(source, event)}
 
 
-def on_llm_completed(event):
+def on_tool_error(source, event):
+    return "tool_use", {"tool": _tool_name(event), "error": str(event.error), "agent": _tool_agent(source, event)}
+
+
+def on_llm_completed(_source, event):
     data = {"model": event.model}
     if event.usage:
         data["usage"] = event.usage
@@ -93,15 +105,15 @@ def on_llm_completed(event):
     return "llm.call", data
 
 
-def on_method_started(event):
+def on_method_started(_source, event):
     return "task.started", {"task": event.method_name, "flow": event.flow_name}
 
 
-def on_method_finished(event):
+def on_method_finished(_source, event):
     return "task.completed", {"task": event.method_name, "flow": event.flow_name, "output": event.result}
 
 
-def on_method_failed(event):
+def on_method_failed(_source, event):
     return "task.failed", {"task": event.method_name, "flow": event.flow_name, "error": str(event.error)}
 
 
@@ -126,6 +138,6 @@ def handlers():
     ]
 
 
-def jsonable_event(mapper, event):
-    event_type, data = mapper(event)
+def jsonable_event(mapper, source, event):
+    event_type, data = mapper(source, event)
     return event_type, to_jsonable(data)
