@@ -43,6 +43,14 @@ def load_entry(args, cwd):
     return crewai_adapter.run_flow, loader.load_module_attr(args.flow)
 
 
+def warm_up(args):
+    if args.graph:
+        from .langgraph_adapter import warm_up as warm_up_adapter
+    else:
+        from .crewai_adapter import warm_up as warm_up_adapter
+    warm_up_adapter()
+
+
 def failure(error, emitter):
     """The traceback as a `log` event, the run failed with the exception's type and message."""
     emitter.log("".join(traceback.format_exception(error)).rstrip("\n"), stream="stderr")
@@ -50,24 +58,31 @@ def failure(error, emitter):
     return Outcome("run.failed", {"error": f"{type(error).__name__}: {message}" if message else type(error).__name__})
 
 
-def run(args, stdin, emitter, cwd):
+def run(load, stdin, emitter):
+    """The run's outcome; any error, the crew's import included, fails the run instead of the process."""
     try:
         request = read_request(stdin)
-        run_entry, target = load_entry(args, cwd)
+        run_entry, target = load()
         return run_entry(target, request, emitter)
     except (Exception, SystemExit) as error:
         return failure(error, emitter)
 
 
-def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+def run_over_protocol(load):
+    """One run with the crew's own output turned into `log` events; the result line is written last."""
     emitter = Emitter(os.dup(1))
     capture = OutputCapture(emitter)
     capture.start()
     try:
-        outcome = run(args, sys.stdin, emitter, os.getcwd())
+        outcome = run(load, sys.stdin, emitter)
     finally:
         capture.stop()
     emitter.emit(outcome.event_type, outcome.data)
     emitter.close()
     return 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    cwd = os.getcwd()
+    return run_over_protocol(lambda: load_entry(args, cwd))

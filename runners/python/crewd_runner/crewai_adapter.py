@@ -33,6 +33,13 @@ def prepare_flow(target):
     raise TypeError(f"{getattr(target, '__name__', type(target).__name__)} is not a CrewAI Flow class or instance")
 
 
+def warm_up():
+    """Imports what a run imports on its first use (the fork server calls this once)."""
+    import crewai.events  # noqa: F401
+
+    crewai_events.handlers()
+
+
 def run_crew(target, request, emitter):
     crew = prepare_crew(target)
     with _relayed_events(emitter):

@@ -20,6 +20,12 @@ def prepare_graph(target):
     raise TypeError(f"{type(target).__name__} is not a LangGraph graph, StateGraph or graph factory")
 
 
+def warm_up():
+    """Imports what a run imports on its first use (the fork server calls this once)."""
+    import langgraph.checkpoint.memory  # noqa: F401
+    import langgraph.types  # noqa: F401
+
+
 def run_graph(target, request, emitter):
     from langgraph.checkpoint.memory import InMemorySaver
 
