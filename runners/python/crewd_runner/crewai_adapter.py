@@ -33,11 +33,38 @@ def prepare_flow(target):
     raise TypeError(f"{getattr(target, '__name__', type(target).__name__)} is not a CrewAI Flow class or instance")
 
 
+# Modules CrewAI imports inside its first kickoff (as of 1.15); a name that is gone in another version is skipped.
+KICKOFF_IMPORTS = ("crewai.hooks.contexts", "crewai.llms.cache", "crewai.skills.tool")
+
+
 def warm_up():
-    """Imports what a run imports on its first use (the fork server calls this once)."""
+    """What a first kickoff pays in any process, paid once by the fork server instead of by each forked child:
+    CrewAI's late imports and the pydantic models whose schemas are completed on first use."""
+    import importlib
+
     import crewai.events  # noqa: F401
 
     crewai_events.handlers()
+    for name in KICKOFF_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    _complete_pydantic_models()
+
+
+def _complete_pydantic_models():
+    from pydantic import BaseModel
+
+    pending = [BaseModel]
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if model.__module__.startswith("crewai") and not getattr(model, "__pydantic_complete__", True):
+            try:
+                model.model_rebuild()
+            except Exception:  # a model that cannot be completed yet is completed by its first use, as before
+                pass
 
 
 def run_crew(target, request, emitter):
