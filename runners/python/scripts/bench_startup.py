@@ -102,7 +102,9 @@ def main():
     kickoff = warm_kickoff_ms()
     figure("crewai one-agent crew, warm kickoff in process", kickoff, "ms")
     figure("crewai one-agent crew, process per run ÷ warm kickoff (runner only)", crew_cold / kickoff, "x", ("<=", 1.5))
-    figure("crewai one-agent crew, fork server run ÷ warm kickoff (runner only)", crew_forked / kickoff, "x", ("<=", 1.5))
+    figure(
+        "crewai one-agent crew, fork server run ÷ warm kickoff (runner only)", crew_forked / kickoff, "x", ("<=", 1.5)
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ OFFLINE_ENV = {
     "OTEL_SDK_DISABLED": "true",
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "HF_HUB_OFFLINE": "1",
+    # CrewAI keeps each kickoff's task outputs under the user's data folder: a scratch one, not the home folder.
+    "XDG_DATA_HOME": os.path.join(tempfile.gettempdir(), "crewd-runner-tests-data"),
 }
 # Real model settings would make the examples call a provider instead of their deterministic models.
 MODEL_ENV = ("OPENAI_API_KEY", "MODEL", "OPENAI_MODEL")

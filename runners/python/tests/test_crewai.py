@@ -10,7 +10,9 @@ ANALYST = "solar batteries Reporting Analyst"
 @pytest.fixture(scope="module")
 def research_run():
     """One run of the example crew, shared: importing CrewAI takes seconds."""
-    return run_runner("crew", "research.crew:Research", EXAMPLES / "crewai-research", request({"topic": "solar batteries"}))
+    return run_runner(
+        "crew", "research.crew:Research", EXAMPLES / "crewai-research", request({"topic": "solar batteries"})
+    )
 
 
 def test_the_research_crew_reports_its_tasks_agents_tool_and_model_calls(research_run):

@@ -45,7 +45,10 @@ def test_an_entry_point_that_names_nothing_fails_the_run(projects):
 def test_standard_input_that_is_not_a_json_object_fails_the_run(projects):
     result = run_runner("graph", "echo_graph.py:graph", projects, ["not", "an", "object"])
 
-    assert result.last == {"type": "run.failed", "data": {"error": "ValueError: Standard input must be one JSON object"}}
+    assert result.last == {
+        "type": "run.failed",
+        "data": {"error": "ValueError: Standard input must be one JSON object"},
+    }
 
 
 def assert_garbage_became_logs(result):
@@ -65,7 +68,12 @@ def assert_garbage_became_logs(result):
     ):
         assert expected in logs, expected
     [logged] = [data for data in result.of_type("log") if data.get("logger") == "garbage"]
-    assert logged == {"message": "logged with the logging module", "stream": "logging", "level": "ERROR", "logger": "garbage"}
+    assert logged == {
+        "message": "logged with the logging module",
+        "stream": "logging",
+        "level": "ERROR",
+        "logger": "garbage",
+    }
     assert "to standard error" in result.stderr
 
 

@@ -132,7 +132,9 @@ def test_a_client_killed_outright_takes_its_child_with_it(graph_server, tmp_path
 def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
     server = start_server("crew", "crews:echo_crew", socket_path)
     try:
-        results = [run_client(socket_path, "crew", "crews:echo_crew", PROJECTS, request({"topic": "bees"})) for _ in range(2)]
+        results = [
+            run_client(socket_path, "crew", "crews:echo_crew", PROJECTS, request({"topic": "bees"})) for _ in range(2)
+        ]
     finally:
         server.terminate()
         server.wait(10)

@@ -31,7 +31,9 @@ def next_thread(previous):
 
 
 def test_a_thread_runs_interrupts_resumes_and_carries_its_state_over_three_runs(examples):
-    first = run_agent(examples, {"thread_id": "thr_agent", "values": None, "checkpoint": None}, {"question": "how many words"})
+    first = run_agent(
+        examples, {"thread_id": "thr_agent", "values": None, "checkpoint": None}, {"question": "how many words"}
+    )
 
     assert [data["node"] for data in first.of_type("node.completed")] == ["ask", "model", "tools", "model"]
     assert first.of_type("custom") == [{"step": "model", "tool_calls": 1}, {"step": "model", "tool_calls": 0}]
@@ -69,7 +71,9 @@ def test_a_thread_runs_interrupts_resumes_and_carries_its_state_over_three_runs(
 def test_a_command_update_changes_the_state_as_the_graph_resumes(examples):
     first = run_agent(examples, {"thread_id": "thr_agent", "values": None, "checkpoint": None}, {"question": "one two"})
 
-    resumed = run_agent(examples, next_thread(first), command={"resume": {"approved": False}, "update": {"answers": 10}})
+    resumed = run_agent(
+        examples, next_thread(first), command={"resume": {"approved": False}, "update": {"answers": 10}}
+    )
 
     assert resumed.last["type"] == "run.completed"
     assert resumed.last["data"]["output"]["approved"] is False

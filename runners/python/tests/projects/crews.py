@@ -14,16 +14,32 @@ class AnswerLLM(BaseLLM):
     answer: str = "done"
     noisy: bool = False
 
-    def call(self, messages, tools=None, callbacks=None, available_functions=None, from_task=None,
-             from_agent=None, response_model=None):
+    def call(
+        self,
+        messages,
+        tools=None,
+        callbacks=None,
+        available_functions=None,
+        from_task=None,
+        from_agent=None,
+        response_model=None,
+    ):
         if self.noisy:
             print_garbage()
         return f"Thought: I now know the final answer\nFinal Answer: {self.answer}"
 
 
 class BrokenLLM(BaseLLM):
-    def call(self, messages, tools=None, callbacks=None, available_functions=None, from_task=None,
-             from_agent=None, response_model=None):
+    def call(
+        self,
+        messages,
+        tools=None,
+        callbacks=None,
+        available_functions=None,
+        from_task=None,
+        from_agent=None,
+        response_model=None,
+    ):
         raise ValueError("the model is unreachable")
 
 
