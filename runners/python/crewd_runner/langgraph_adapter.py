@@ -43,10 +43,17 @@ def run_graph(target, request, emitter):
 def _graph_input(request):
     command = request.get("command")
     if command is None:
-        return request.get("input") or {}
+        return {**_values_without_checkpoint(request.get("thread")), **(request.get("input") or {})}
     from langgraph.types import Command
 
     return Command(resume=command.get("resume"), update=command.get("update"))
+
+
+def _values_without_checkpoint(thread):
+    """A thread whose values were set through the API, with no checkpoint yet, starts the graph from those values."""
+    if not thread or thread.get("checkpoint") or not isinstance(thread.get("values"), dict):
+        return {}
+    return thread["values"]
 
 
 async def _stream(graph, graph_input, config, emitter, saver, in_thread):

@@ -87,3 +87,20 @@ def test_a_checkpoint_that_crewd_did_not_write_fails_the_run(projects):
 
     assert result.last["type"] == "run.failed"
     assert result.last["data"]["error"].startswith("ValueError: The thread's checkpoint is not a LangGraph checkpoint")
+
+
+def test_a_thread_with_values_but_no_checkpoint_starts_the_graph_from_those_values(projects):
+    thread = {"thread_id": "thr_new", "values": {"text": "from the thread", "echo": "old"}, "checkpoint": None}
+
+    result = run_runner("graph", "echo_graph.py:graph", projects, request({}, thread))
+
+    assert result.last["data"]["output"] == {"text": "from the thread", "echo": "from the thread"}
+    assert result.last["data"]["values"] == result.last["data"]["output"]
+
+
+def test_the_run_input_wins_over_the_thread_values_it_starts_from(projects):
+    thread = {"thread_id": "thr_new", "values": {"text": "from the thread"}, "checkpoint": None}
+
+    result = run_runner("graph", "echo_graph.py:graph", projects, request({"text": "from the run"}, thread))
+
+    assert result.last["data"]["output"] == {"text": "from the run", "echo": "from the run"}
