@@ -104,3 +104,28 @@ def test_the_run_input_wins_over_the_thread_values_it_starts_from(projects):
     result = run_runner("graph", "echo_graph.py:graph", projects, request({"text": "from the run"}, thread))
 
     assert result.last["data"]["output"] == {"text": "from the run", "echo": "from the run"}
+
+
+def test_an_interrupt_inside_a_subgraph_resumes_where_it_stopped(projects, tmp_path):
+    env = {"SUBGRAPH_LOG": str(tmp_path / "subgraph.log")}
+    first = run_runner(
+        "graph",
+        "subgraph_graph.py:graph",
+        projects,
+        request({}, {"thread_id": "thr_sub", "values": None, "checkpoint": None}),
+        env,
+    )
+    assert first.last["type"] == "run.interrupted"
+    assert first.last["data"]["interrupts"][0]["value"] == "inner question"
+    thread = {
+        "thread_id": "thr_sub",
+        "values": first.last["data"]["values"],
+        "checkpoint": first.last["data"]["checkpoint"],
+    }
+
+    second = run_runner("graph", "subgraph_graph.py:graph", projects, request({}, thread, {"resume": "yes"}), env)
+
+    assert second.last["type"] == "run.completed", second.events
+    assert second.last["data"]["output"]["steps"] == ["inner-before", "inner-answer:yes", "outer-finish"]
+    # The subgraph went on from its own checkpoint: its first node did not run again.
+    assert (tmp_path / "subgraph.log").read_text() == "before ran\n"
