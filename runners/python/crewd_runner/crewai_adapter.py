@@ -98,18 +98,19 @@ def crew_output(result):
 
 @contextmanager
 def _relayed_events(emitter):
+    """Our handlers beside CrewAI's own and the crew's (its console output, its listeners), for the run only."""
     from crewai.events import crewai_event_bus
 
     relay = OrderedRelay(emitter)
+    registered = [(event_class, _handler(relay, mapper)) for event_class, mapper in crewai_events.handlers()]
+    for event_class, handler in registered:
+        crewai_event_bus.register_handler(event_class, handler)
     try:
-        with crewai_event_bus.scoped_handlers():
-            for event_class, mapper in crewai_events.handlers():
-                crewai_event_bus.register_handler(event_class, _handler(relay, mapper))
-            try:
-                yield
-            finally:
-                crewai_event_bus.flush(FLUSH_SECONDS)
+        yield
     finally:
+        crewai_event_bus.flush(FLUSH_SECONDS)
+        for event_class, handler in registered:
+            crewai_event_bus.off(event_class, handler)
         relay.close()
 
 

@@ -74,6 +74,7 @@ def test_a_crew_from_a_function_gets_the_run_input(projects):
 
     assert result.of_type("task.started") == [{"task": "write", "agent": "Writer"}]
     assert result.last["data"]["output"]["raw"] == "one line"
+    assert "the crew's own listener saw write" in result.logs()
 
 
 def test_a_flow_reports_each_method_and_returns_its_result_and_state(projects):

@@ -1,11 +1,19 @@
 """Small CrewAI crews and a flow for the runner's tests, on deterministic models."""
 
 from crewai import Agent, Crew, Task
+from crewai.events import crewai_event_bus
+from crewai.events.types.task_events import TaskCompletedEvent
 from crewai.flow.flow import Flow, listen, start
 from crewai.llms.base_llm import BaseLLM
 from pydantic import BaseModel
 
 from garbage import print_garbage
+
+
+@crewai_event_bus.on(TaskCompletedEvent)
+def crews_own_listener(source, event):
+    """A listener the crew registers itself: the runner's handlers must not replace it."""
+    print(f"the crew's own listener saw {event.task.name}")
 
 
 class AnswerLLM(BaseLLM):
