@@ -129,3 +129,11 @@ def test_an_interrupt_inside_a_subgraph_resumes_where_it_stopped(projects, tmp_p
     assert second.last["data"]["output"]["steps"] == ["inner-before", "inner-answer:yes", "outer-finish"]
     # The subgraph went on from its own checkpoint: its first node did not run again.
     assert (tmp_path / "subgraph.log").read_text() == "before ran\n"
+
+
+def test_an_interrupt_outside_a_thread_reports_the_interrupt_without_state(examples):
+    result = run_runner("graph", AGENT_GRAPH, examples / "langgraph-agent", request({"question": "one two three"}))
+
+    assert result.last["type"] == "run.interrupted"
+    assert set(result.last["data"]) == {"interrupts"}
+    assert result.last["data"]["interrupts"][0]["value"]["answer"] == "Your message has 3 words."
