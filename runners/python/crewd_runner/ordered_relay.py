@@ -10,7 +10,7 @@ import itertools
 import threading
 import time
 
-HOLD_SECONDS = 0.02
+HOLD_SECONDS = 0.1
 
 
 class OrderedRelay:
