@@ -5,6 +5,7 @@ import { principalOf } from '../auth/plugin.js';
 import { badRequest } from '../errors.js';
 import { commonErrors, conflictError } from '../http/error-schema.js';
 import { sendJsonText } from '../http/json-text.js';
+import { eventStreamResponse } from '../http/openapi.js';
 import {
   cancelResponse,
   createdRunSchema,
@@ -41,6 +42,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
     {
       schema: {
         tags,
+        operationId: 'createRun',
         summary: 'Start a run of a deployment’s running version',
         description:
           'Answers once the run’s process has started (`running`), or with `pending` while MAX_CONCURRENT_RUNS runs are going.',
@@ -70,7 +72,9 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
     {
       schema: {
         tags,
+        operationId: 'listRuns',
         summary: 'List runs, newest first',
+        description: 'Filters by deployment, thread and status; `total` counts every match. `limit` at most 1000.',
         querystring: listRunsQuery,
         response: { 200: z.object({ runs: z.array(runSchema), total: z.number().int() }), ...commonErrors },
       },
@@ -85,7 +89,14 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
   app.get(
     '/runs/:id',
     {
-      schema: { tags, summary: 'Get a run', params: runParams, response: { 200: runSchema, ...commonErrors } },
+      schema: {
+        tags,
+        operationId: 'getRun',
+        summary: 'Get a run',
+        description: 'Any key of the organization; another organization’s run is 404.',
+        params: runParams,
+        response: { 200: runSchema, ...commonErrors },
+      },
     },
     async (request, reply) => sendJsonText(reply, await runs.getJson(principalOf(request).orgId, request.params.id)),
   );
@@ -95,7 +106,10 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
     {
       schema: {
         tags,
+        operationId: 'cancelRun',
         summary: 'Cancel a pending or running run; its process group is stopped',
+        description:
+          'A terminal run answers 400 `Cannot cancel run with status: <status>`. The run is `canceled` at once.',
         params: runParams,
         response: { 200: cancelResponse, ...commonErrors },
       },
@@ -110,6 +124,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
       sse: { kind: 'manual', heartbeat: false },
       schema: {
         tags,
+        operationId: 'streamRunEvents',
         summary: 'Follow a run’s events (Server-Sent Events)',
         description:
           'Each event is `id: <seq>` and `data: {"type", "data"}`; `: keepalive` every 15 s; ends with one ' +
@@ -117,7 +132,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
         params: runParams,
         querystring: eventsQuery,
         response: {
-          200: z.string().describe('text/event-stream'),
+          200: eventStreamResponse,
           ...commonErrors,
         },
       },

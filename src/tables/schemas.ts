@@ -77,11 +77,24 @@ const description = z
   .max(10_000, 'must be at most 10000 characters')
   .refine((text) => !text.includes('\u0000'), 'must not contain the NUL character');
 
-export const createTableBody = z.strictObject({
-  name: tableName,
-  description: description.nullable().optional(),
-  columns: columnInputs,
-});
+export const createTableBody = z
+  .strictObject({
+    name: tableName,
+    description: description.nullable().optional(),
+    columns: columnInputs,
+  })
+  .meta({
+    examples: [
+      {
+        name: 'leads',
+        columns: [
+          { name: 'email', type: 'email', required: true },
+          { name: 'score', type: 'number' },
+          { name: 'stage', type: 'select', options: ['new', 'won', 'lost'] },
+        ],
+      },
+    ],
+  });
 
 export const updateTableBody = z.strictObject({
   name: tableName.optional(),
@@ -161,6 +174,9 @@ export const queryBody = z
       .int('must be an integer')
       .min(0, 'must not be negative')
       .default(0),
+  })
+  .meta({
+    examples: [{ filter: { and: [{ column: 'score', operator: 'gte', value: 50 }] }, sort_by: 'score', limit: 100 }],
   })
   .nullish();
 
