@@ -11,6 +11,7 @@ import type { DatabaseHandle } from './db/connect.js';
 import { createPgListener } from './db/pg-listener.js';
 import { deploymentRoutes } from './deployments/routes.js';
 import { createDeploymentService } from './deployments/service.js';
+import { consoleRoutes } from './http/console.js';
 import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from './http/error-handler.js';
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
@@ -146,5 +147,6 @@ export async function buildApp({
     { prefix: '/v1' },
   );
   await app.register(incomingTriggerRoutes, { incoming: incomingWebhooks });
+  await app.register(consoleRoutes); // the web console at /console/
   return app;
 }

@@ -61,13 +61,14 @@ async function refusal(response: Response): Promise<string> {
 
 /** Splits a `text/event-stream` body into events; comments (`: keepalive`) are skipped. */
 async function* parseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<StreamEvent> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
   let buffer = '';
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buffer += value.replace(/\r\n?/g, '\n');
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
       let boundary = buffer.indexOf('\n\n');
       while (boundary >= 0) {
         const event = parseBlock(buffer.slice(0, boundary));

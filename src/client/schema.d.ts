@@ -954,9 +954,13 @@ export interface components {
             };
         };
         /** @description {"and": [...]} or {"or": [...]}; an item is a condition {column, operator, value} or another group (at most 5 levels, 100 conditions). Operators: eq, neq, gt, gte, lt, lte, contains, not_contains, starts_with, ends_with, in, not_in, is_null, is_not_null. */
-        Filter: Record<string, never>;
+        Filter: {
+            [key: string]: unknown;
+        };
         /** @description {"and": [...]} or {"or": [...]}; an item is a condition {column, operator, value} or another group (at most 5 levels, 100 conditions). Operators: eq, neq, gt, gte, lt, lte, contains, not_contains, starts_with, ends_with, in, not_in, is_null, is_not_null. */
-        FilterInput: Record<string, never>;
+        FilterInput: {
+            [key: string]: unknown;
+        };
         IncomingWebhook: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
@@ -1012,9 +1016,17 @@ export interface components {
             [key: string]: unknown;
         };
         /** @description a row object, or an array of 1 to 1000 row objects (all or nothing) */
-        RowInsert: Record<string, never> | Record<string, never>[];
+        RowInsert: {
+            [key: string]: unknown;
+        } | {
+            [key: string]: unknown;
+        }[];
         /** @description a row object, or an array of 1 to 1000 row objects (all or nothing) */
-        RowInsertInput: Record<string, never> | Record<string, never>[];
+        RowInsertInput: {
+            [key: string]: unknown;
+        } | {
+            [key: string]: unknown;
+        }[];
         /** @description column name → value; checked against the column definitions */
         RowValues: {
             [key: string]: unknown;

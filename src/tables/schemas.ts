@@ -153,6 +153,7 @@ export const filterSchema = z.unknown().meta({
     '{"and": [...]} or {"or": [...]}; an item is a condition {column, operator, value} or another group ' +
     `(at most 5 levels, 100 conditions). Operators: ${OPERATORS.join(', ')}.`,
   type: 'object',
+  additionalProperties: true,
 });
 
 const limit = z
@@ -190,7 +191,10 @@ export const queryResultSchema = z.object({
 export const insertBody = z.unknown().meta({
   id: 'RowInsert',
   description: 'a row object, or an array of 1 to 1000 row objects (all or nothing)',
-  oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' }, minItems: 1, maxItems: 1000 }],
+  oneOf: [
+    { type: 'object', additionalProperties: true },
+    { type: 'array', items: { type: 'object', additionalProperties: true }, minItems: 1, maxItems: 1000 },
+  ],
 });
 
 export const insertedRowsSchema = z.object({ rows: z.array(rowSchema) });
