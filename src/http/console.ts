@@ -17,18 +17,20 @@ export const consoleRoutes: FastifyPluginAsync = async (app) => {
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/console/'));
   const root = consoleDist();
   if (!root) {
-    app.get('/console/*', { schema: { hide: true } }, async (_request, reply) =>
-      reply
-        .status(503)
-        .type('text/plain')
-        .send('The console is not built: run `npm run build:console` (npm install does it).'),
-    );
+    for (const url of ['/console', '/console/*']) {
+      app.get(url, { schema: { hide: true } }, async (_request, reply) =>
+        reply
+          .status(503)
+          .type('text/plain')
+          .send('The console is not built: run `npm run build:console` (npm install does it).'),
+      );
+    }
     return;
   }
   await app.register(fastifyStatic, {
     root,
     prefix: '/console/',
-    index: 'index.html',
+    index: false,
     wildcard: true,
     setHeaders(reply, path) {
       // Asset names carry a content hash; the page itself must be fetched fresh to pick up a new build.
@@ -36,4 +38,8 @@ export const consoleRoutes: FastifyPluginAsync = async (app) => {
       reply.header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
     },
   });
+  // The router ignores trailing slashes, so /console/ arrives as /console: the page itself has its own route.
+  app.get('/console', { schema: { hide: true } }, async (_request, reply) =>
+    reply.header('cache-control', 'no-cache').sendFile('index.html'),
+  );
 };

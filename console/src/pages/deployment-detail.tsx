@@ -115,7 +115,7 @@ export function DeploymentDetail({ id }: { id: string }) {
                     <button
                       key={environment}
                       type="button"
-                      aria-label={`Make v${version.number} ${environment}`}
+                      aria-label={`To ${environment}: v${version.number}`}
                       disabled={environments?.[environment]?.version_id === version.id}
                       onClick={() => setEnvironment.mutate({ environment, versionId: version.id })}
                     >
