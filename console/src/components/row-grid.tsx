@@ -1,5 +1,5 @@
 import { useQueries } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { type Schemas, unwrap } from '../../../src/client/index.js';
 import { useSession } from '../session.js';
 import { ErrorText } from './ui.js';
@@ -54,10 +54,14 @@ export function RowGrid({
             },
           }),
         ),
-      placeholderData: (previous: unknown) => previous as never,
     })),
   });
-  const total = pages.find((page) => page.data)?.data?.total ?? 0;
+  // The last known count of this query stays while other pages load, so the scroll height never collapses.
+  const queryKey = JSON.stringify(query);
+  const known = useRef({ queryKey, total: 0 });
+  const loaded = pages.find((page) => page.data)?.data?.total;
+  if (loaded !== undefined) known.current = { queryKey, total: loaded };
+  const total = loaded ?? (known.current.queryKey === queryKey ? known.current.total : 0);
   const error = pages.find((page) => page.error)?.error;
   const visible: { index: number; row: Row }[] = [];
   pageNumbers.forEach((page, at) => {

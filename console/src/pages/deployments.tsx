@@ -7,7 +7,7 @@ import { useSession } from '../session.js';
 import { DeploymentDetail } from './deployment-detail.js';
 
 export default function DeploymentsPage({ params }: { params: string[] }) {
-  if (params[0]) return <DeploymentDetail id={params[0]} />;
+  if (params[0]) return <DeploymentDetail key={params[0]} id={params[0]} />;
   return <DeploymentList />;
 }
 

@@ -12,7 +12,7 @@ type RunStatus = (typeof STATUSES)[number];
 const LIMIT = 50;
 
 export default function RunsPage({ params }: { params: string[] }) {
-  if (params[0]) return <RunDetail id={params[0]} />;
+  if (params[0]) return <RunDetail key={params[0]} id={params[0]} />;
   return <RunList />;
 }
 

@@ -8,7 +8,7 @@ import { useSession } from '../session.js';
 import { TableDetail } from './table-detail.js';
 
 export default function TablesPage({ params }: { params: string[] }) {
-  if (params[0]) return <TableDetail id={params[0]} />;
+  if (params[0]) return <TableDetail key={params[0]} id={params[0]} />;
   return <TableList />;
 }
 

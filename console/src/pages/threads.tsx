@@ -11,7 +11,7 @@ const STATUSES = ['idle', 'busy', 'interrupted', 'error'] as const;
 type ThreadStatus = (typeof STATUSES)[number];
 
 export default function ThreadsPage({ params }: { params: string[] }) {
-  if (params[0]) return <ThreadDetail id={params[0]} />;
+  if (params[0]) return <ThreadDetail key={params[0]} id={params[0]} />;
   return <ThreadList />;
 }
 

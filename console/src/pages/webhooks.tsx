@@ -10,7 +10,7 @@ import { WebhookDetail } from './webhook-detail.js';
 const EVENTS = ['run.succeeded', 'run.failed'] as const;
 
 export default function WebhooksPage({ params }: { params: string[] }) {
-  if (params[0]) return <WebhookDetail id={params[0]} />;
+  if (params[0]) return <WebhookDetail key={params[0]} id={params[0]} />;
   return <WebhookList />;
 }
 
