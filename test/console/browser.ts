@@ -46,11 +46,8 @@ interface AxeViolation {
 /** Runs axe-core (WCAG 2 A and AA rules) in the page; serious or critical violations fail the test. */
 export async function expectAccessible(page: Page, name: string): Promise<void> {
   await page.addScriptTag({ content: axeSource });
-  const violations = (await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(options: unknown): Promise<{ violations: unknown[] }> } }).axe;
-    const result = await axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-    return result.violations;
-  })) as AxeViolation[];
+  const rules = JSON.stringify({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+  const violations = (await page.evaluate(`axe.run(${rules}).then((result) => result.violations)`)) as AxeViolation[];
   const serious = violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map(

@@ -134,7 +134,7 @@ describe.skipIf(noBrowser)('console: tables, webhooks, secrets', { timeout: 60_0
       expect(secret.length).toBeGreaterThan(20);
       await page.getByRole('button', { name: 'Copy' }).click();
       await page.getByRole('button', { name: 'Copied' }).waitFor();
-      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+      expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
       await page.getByRole('button', { name: 'Done' }).click();
       await page.getByRole('link', { name: 'receiver' }).click();
       await page.getByRole('heading', { level: 1, name: 'receiver' }).waitFor();

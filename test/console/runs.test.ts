@@ -31,7 +31,7 @@ describe.skipIf(noBrowser)('console: sign-in, runs, threads, roles', { timeout: 
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect(page.getByRole('alert').textContent()).resolves.toBe('Invalid API key');
     await signIn(page, service.baseUrl, ADMIN_KEY);
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate('document.cookie')).toBe('');
   });
 
   it('starts a run from the runs page and shows its events before it ends', async () => {
