@@ -1,9 +1,11 @@
 import { lazy, Suspense } from 'react';
+import RunsPage from './pages/runs.js';
 import { href, useRoute } from './router.js';
 import { useSession } from './session.js';
 
+// The runs page is the landing page: bundled in, so opening the console waits for no second request.
 const pages = {
-  runs: lazy(() => import('./pages/runs.js')),
+  runs: RunsPage,
   deployments: lazy(() => import('./pages/deployments.js')),
   threads: lazy(() => import('./pages/threads.js')),
   tables: lazy(() => import('./pages/tables.js')),

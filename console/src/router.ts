@@ -8,7 +8,13 @@ export function useRoute(): string[] {
     window.addEventListener('hashchange', update);
     return () => window.removeEventListener('hashchange', update);
   }, []);
-  return hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  const path = hash.replace(/^#\/?/, '').split('?')[0] ?? '';
+  return path.split('/').filter(Boolean).map(decodeURIComponent);
+}
+
+/** The query of the hash route (`#/runs?limit=1000`). */
+export function hashQuery(): URLSearchParams {
+  return new URLSearchParams(window.location.hash.split('?')[1] ?? '');
 }
 
 export function href(...parts: string[]): string {

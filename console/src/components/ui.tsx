@@ -76,9 +76,12 @@ export function Json({ value, label }: { value: unknown; label: string }) {
   );
 }
 
+// One formatter for every timestamp: toLocaleString builds a new one per call, which is slow for long lists.
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
 export function When({ at }: { at: string | null | undefined }) {
   if (!at) return <>—</>;
-  return <time dateTime={at}>{new Date(at).toLocaleString()}</time>;
+  return <time dateTime={at}>{dateFormat.format(new Date(at))}</time>;
 }
 
 /** Parses a JSON text field, naming the field when it is not valid JSON. */

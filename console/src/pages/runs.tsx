@@ -3,13 +3,13 @@ import { type FormEvent, useState } from 'react';
 import { type Schemas, unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
 import { ErrorText, Field, Pager, parseJson, Status, When } from '../components/ui.js';
-import { href, navigate } from '../router.js';
+import { hashQuery, href, navigate } from '../router.js';
 import { useSession } from '../session.js';
 import { RunDetail } from './run-detail.js';
 
 const STATUSES = ['pending', 'running', 'succeeded', 'failed', 'canceled'] as const;
 type RunStatus = (typeof STATUSES)[number];
-const LIMIT = 50;
+const PAGE_SIZES = [50, 200, 1000];
 
 export default function RunsPage({ params }: { params: string[] }) {
   if (params[0]) return <RunDetail key={params[0]} id={params[0]} />;
@@ -22,8 +22,12 @@ function RunList() {
   const [threadId, setThreadId] = useState('');
   const [status, setStatus] = useState<RunStatus | ''>('');
   const [offset, setOffset] = useState(0);
+  const [limit, setLimit] = useState(() => {
+    const asked = Number(hashQuery().get('limit'));
+    return PAGE_SIZES.includes(asked) ? asked : 50;
+  });
   const query = {
-    limit: LIMIT,
+    limit,
     offset,
     ...(deploymentId ? { deployment_id: deploymentId } : {}),
     ...(threadId ? { thread_id: threadId } : {}),
@@ -67,13 +71,29 @@ function RunList() {
             </select>
           )}
         </Field>
+        <Field label="Runs per page">
+          {(id) => (
+            <select
+              id={id}
+              value={limit}
+              onChange={(e) => {
+                setLimit(Number(e.target.value));
+                setOffset(0);
+              }}
+            >
+              {PAGE_SIZES.map((size) => (
+                <option key={size}>{size}</option>
+              ))}
+            </select>
+          )}
+        </Field>
       </form>
       <ErrorText error={runs.error} />
       {runs.data ? <RunTable runs={runs.data.runs} /> : null}
       {runs.data ? (
         <Pager
           offset={offset}
-          limit={LIMIT}
+          limit={limit}
           total={runs.data.total}
           count={runs.data.runs.length}
           onChange={setOffset}
@@ -87,7 +107,7 @@ function RunTable({ runs }: { runs: Schemas['Run'][] }) {
   if (runs.length === 0) return <p>No runs.</p>;
   return (
     <div className="scroll">
-      <table aria-label="Runs">
+      <table aria-label="Runs" className="fixed">
         <thead>
           <tr>
             <th scope="col">Run</th>
