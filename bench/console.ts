@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { chromium } from 'playwright-core';
 import { bootstrapDefaultOrganization } from '../src/access/bootstrap.js';
 import { buildApp } from '../src/app.js';
+import { createCrewdClient, unwrap } from '../src/client/index.js';
 import { loadConfig } from '../src/config.js';
 import { connectPostgres, type DatabaseHandle } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
@@ -24,17 +25,14 @@ const SAMPLES = 7;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 async function seedRuns(database: DatabaseHandle, baseUrl: string): Promise<void> {
-  const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
-  const deployment: { id: string } = await (
-    await fetch(`${baseUrl}/v1/deployments`, { method: 'POST', headers, body: JSON.stringify({ name: 'bench' }) })
-  ).json();
-  const version: { id: string } = await (
-    await fetch(`${baseUrl}/v1/deployments/${deployment.id}/versions`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ command: [process.execPath, `${CREWS}/trivial.mjs`], environment: 'production' }),
-    })
-  ).json();
+  const client = createCrewdClient({ baseUrl, apiKey: KEY });
+  const deployment = await unwrap(client.POST('/v1/deployments', { body: { name: 'bench' } }));
+  const version = await unwrap(
+    client.POST('/v1/deployments/{id}/versions', {
+      params: { path: { id: deployment.id } },
+      body: { command: [process.execPath, `${CREWS}/trivial.mjs`], env: {}, environment: 'production' },
+    }),
+  );
   const org = await database.db
     .selectFrom('organizations')
     .select('id')
@@ -45,8 +43,8 @@ async function seedRuns(database: DatabaseHandle, baseUrl: string): Promise<void
   const rows = Array.from({ length: RUNS }, (_, i) => ({
     id: newId('run'),
     org_id: org.id,
-    deployment_id: deployment.id as string,
-    version_id: version.id as string,
+    deployment_id: deployment.id,
+    version_id: version.id,
     environment: 'production' as const,
     thread_id: null,
     status: i % 10 === 0 ? ('failed' as const) : ('succeeded' as const),
