@@ -136,6 +136,7 @@ describe.skipIf(noBrowser)('console: tables, webhooks, secrets', { timeout: 60_0
       await page.getByRole('button', { name: 'Copied' }).waitFor();
       expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
       await page.getByRole('button', { name: 'Done' }).click();
+      await secretBox.waitFor({ state: 'detached' });
       await page.getByRole('link', { name: 'receiver' }).click();
       await page.getByRole('heading', { level: 1, name: 'receiver' }).waitFor();
       expect(await page.content()).not.toContain(secret);
@@ -170,6 +171,7 @@ describe.skipIf(noBrowser)('console: tables, webhooks, secrets', { timeout: 60_0
     const url = await page.getByLabel('Webhook URL', { exact: true }).inputValue();
     expect(url).toMatch(/\/webhooks\/runs\/\S+$/);
     await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByLabel('Webhook URL', { exact: true }).waitFor({ state: 'detached' });
     await page.getByRole('cell', { name: 'from-ci', exact: true }).waitFor();
     expect(await page.content()).not.toContain(url);
 
@@ -181,6 +183,7 @@ describe.skipIf(noBrowser)('console: tables, webhooks, secrets', { timeout: 60_0
     const check = await fetch(`${service.baseUrl}/v1/runs`, { headers: { authorization: `Bearer ${key}` } });
     expect(check.status).toBe(200);
     await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByLabel('Key deployer', { exact: true }).waitFor({ state: 'detached' });
     await page.getByRole('cell', { name: 'deployer', exact: true }).waitFor();
     expect(await page.content()).not.toContain(key);
     await screenshot(page, 'api-keys');
