@@ -2,12 +2,6 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
-import { z } from 'zod';
-
-/** The 200 answer of a Server-Sent Events route; the document lists it as `text/event-stream`. */
-export const eventStreamResponse = z
-  .string()
-  .meta({ 'x-event-stream': true, description: 'Server-Sent Events: `id: <seq>` and `data: <json>` per event' });
 
 /** One named response per error status, so every client sees the same names and meanings. */
 const NAMED_RESPONSES: Record<string, { name: string; description: string }> = {
@@ -75,6 +69,18 @@ export function finishDocument<T>(document: T): T {
   return document;
 }
 
+type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
+
+/** Marks the 200 answer of every route with the `sse` option, so finishDocument lists it as an event stream. */
+function markEventStreams(input: TransformInput) {
+  const result = jsonSchemaTransform(input);
+  if (!(input.route as { sse?: unknown }).sse) return result;
+  const schema = result.schema as { response?: Record<string, Record<string, unknown>> };
+  const ok = schema.response?.[200];
+  if (ok) schema.response![200] = { ...ok, 'x-event-stream': true };
+  return result;
+}
+
 /** OpenAPI 3.1 generated from the route schemas, served at /openapi.json, with a reader at /docs. */
 export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
   await app.register(swagger, {
@@ -91,7 +97,7 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
       },
       security: [{ bearerAuth: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: markEventStreams,
     transformObject: (input) => finishDocument(jsonSchemaTransformObject(input)),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
