@@ -57,12 +57,6 @@ export async function expectAccessible(page: Page, name: string): Promise<void> 
   expect(serious).toEqual([]);
 }
 
-/** Whether the service under test serves a route, from its /openapi.json. */
-export async function routeExists(baseUrl: string, path: string): Promise<boolean> {
-  const document = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-  return path in document.paths;
-}
-
 /** With UPDATE_SCREENSHOTS=1, saves a screenshot of the page into docs/console/ for docs/console.md. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   if (process.env.UPDATE_SCREENSHOTS !== '1') return;

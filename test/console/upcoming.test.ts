@@ -20,7 +20,9 @@ const document = service
       components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
     })
   : null;
-const served = (route: string) => Boolean(document && route in document.paths);
+/** Parameter names may differ from CONTRACTS' (`{version_id}` or `{versionId}`): paths are compared by shape. */
+const shape = (route: string) => route.replace(/\{[^}]*\}/g, '{}');
+const served = (route: string) => Object.keys(document?.paths ?? {}).some((path) => shape(path) === shape(route));
 const bundles = served('/v1/deployments/{id}/versions/{version_id}/build/events');
 const variables = served('/v1/deployments/{id}/variables');
 const crons = served('/v1/crons');
