@@ -60,8 +60,15 @@ function CronList() {
   const patch = useMutation({
     mutationFn: ({ id, enabled }: { id: string; enabled: boolean }) =>
       rawCall<Cron>(key, 'PATCH', `/v1/crons/${encodeURIComponent(id)}`, { enabled }),
-    onSuccess: refresh,
+    onSettled: refresh,
   });
+  // The checkbox follows the click at once (set in the same event); the refetch then shows what the server kept.
+  const toggle = (id: string, enabled: boolean) => {
+    queries.setQueryData<{ crons: Cron[] }>(['crons'], (previous) =>
+      previous ? { crons: previous.crons.map((cron) => (cron.id === id ? { ...cron, enabled } : cron)) } : previous,
+    );
+    patch.mutate({ id, enabled });
+  };
   const remove = useMutation({
     mutationFn: (id: string) => rawCall(key, 'DELETE', `/v1/crons/${encodeURIComponent(id)}`),
     onSuccess: refresh,
@@ -101,7 +108,7 @@ function CronList() {
                     type="checkbox"
                     aria-label={`Enabled: ${cron.schedule} (${cron.id})`}
                     checked={cron.enabled}
-                    onChange={(e) => patch.mutate({ id: cron.id, enabled: e.target.checked })}
+                    onChange={(e) => toggle(cron.id, e.target.checked)}
                   />
                 </td>
                 <td>

@@ -19,8 +19,13 @@ export function WebhookDetail({ id }: { id: string }) {
   });
   const toggle = useMutation({
     mutationFn: (enabled: boolean) => unwrap(client.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled } })),
-    onSuccess: (next) => queries.setQueryData(['webhook', id], next),
+    onSettled: () => queries.invalidateQueries({ queryKey: ['webhook', id] }),
   });
+  // The checkbox follows the click at once (set in the same event); the refetch then shows what the server kept.
+  const setEnabled = (enabled: boolean) => {
+    queries.setQueryData<typeof webhook.data>(['webhook', id], (previous) => previous && { ...previous, enabled });
+    toggle.mutate(enabled);
+  };
   const regenerate = useMutation({ mutationFn: () => unwrap(client.POST('/v1/webhooks/{id}/secret', path)) });
   const redeliver = useMutation({
     mutationFn: (deliveryId: string) =>
@@ -59,7 +64,7 @@ export function WebhookDetail({ id }: { id: string }) {
           <dt>Enabled</dt>
           <dd>
             <label>
-              <input type="checkbox" checked={data.enabled} onChange={(e) => toggle.mutate(e.target.checked)} /> Enabled
+              <input type="checkbox" checked={data.enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
             </label>
           </dd>
         </dl>
