@@ -154,6 +154,19 @@ describe.skipIf(noBrowser)('console: tables, webhooks, secrets', { timeout: 60_0
         .getByRole('list', { name: 'Attempts' })
         .getByText(/^Attempt 1/)
         .waitFor();
+
+      const webhookId = decodeURIComponent(page.url().split('/').pop()!);
+      await page.getByLabel('Enabled').uncheck();
+      await expect
+        .poll(async () => (await service.call('GET', `/v1/webhooks/${webhookId}`)).json().enabled)
+        .toBe(false);
+      page.once('dialog', (dialog) => void dialog.accept());
+      await page.getByRole('button', { name: 'Regenerate secret' }).click();
+      const fresh = await page.getByLabel('New signing secret', { exact: true }).inputValue();
+      expect(fresh).not.toBe(secret);
+      await page.getByRole('button', { name: 'Done' }).click();
+      await page.getByLabel('New signing secret', { exact: true }).waitFor({ state: 'detached' });
+      expect(await page.content()).not.toContain(fresh);
       await expectAccessible(page, 'webhook');
       await screenshot(page, 'webhook');
     } finally {
