@@ -5,6 +5,7 @@ import { accessRoutes } from './access/routes.js';
 import authPlugin from './auth/plugin.js';
 import { composeServices, type ServiceDependencies } from './compose.js';
 import { deploymentRoutes } from './deployments/routes.js';
+import { consoleRoutes } from './http/console.js';
 import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from './http/error-handler.js';
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
@@ -72,5 +73,6 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     { prefix: '/v1' },
   );
   await app.register(incomingTriggerRoutes, { incoming: incomingWebhooks });
+  await app.register(consoleRoutes); // the web console at /console/
   return app;
 }

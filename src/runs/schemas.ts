@@ -32,12 +32,16 @@ export const createdRunSchema = z
   })
   .meta({ id: 'CreatedRun' });
 
-export const createRunBody = z.strictObject({
-  deployment_id: z.string().min(1, 'must not be empty'),
-  input: jsonObject.default({}).describe('passed to the crew on standard input'),
-  environment: environmentSchema.default('production'),
-  thread_id: z.string().min(1).optional().describe('run inside this thread of the same deployment'),
-});
+export const createRunBody = z
+  .strictObject({
+    deployment_id: z.string().min(1, 'must not be empty'),
+    input: jsonObject.default({}).describe('passed to the crew on standard input'),
+    environment: environmentSchema.default('production'),
+    thread_id: z.string().min(1).optional().describe('run inside this thread of the same deployment'),
+  })
+  .meta({
+    examples: [{ deployment_id: 'dep_01jd3x9k2m4n5p6q7r8s9t0v1w', input: { topic: 'solar panels in Norway' } }],
+  });
 
 export const idempotencyHeaders = z.object({
   'idempotency-key': z
