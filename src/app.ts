@@ -7,6 +7,9 @@ import { createAccessService } from './access/service.js';
 import authPlugin from './auth/plugin.js';
 import { createInstanceCaches } from './cache/instance-caches.js';
 import type { Config } from './config.js';
+import { cronRoutes } from './crons/routes.js';
+import { type CronTimings, createCronScheduler } from './crons/scheduler.js';
+import { createCronService } from './crons/service.js';
 import type { DatabaseHandle } from './db/connect.js';
 import { createPgListener } from './db/pg-listener.js';
 import { deploymentRoutes } from './deployments/routes.js';
@@ -43,6 +46,8 @@ export interface AppDependencies {
   timings?: Partial<RunTimings>;
   /** Test knobs of the webhook delivery worker. */
   webhookWorker?: { pollIntervalMs?: number; concurrency?: number; listen?: boolean };
+  /** Test knobs of the cron scheduler. */
+  cronTimings?: Partial<CronTimings>;
 }
 
 /** Builds the HTTP app from its dependencies; listening and signals belong to server.ts. */
@@ -52,6 +57,7 @@ export async function buildApp({
   logger,
   webhookWorker,
   timings,
+  cronTimings,
 }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -128,6 +134,11 @@ export async function buildApp({
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
   app.addHook('onReady', async () => deliveryWorker.start());
   app.addHook('onClose', async () => deliveryWorker.stop());
+  // Crons: registered after the runtime, so the scheduler starts after it and stops before it.
+  const cronScheduler = createCronScheduler({ db, runs, logger, listener, timings: cronTimings });
+  const crons = createCronService(db, { changed: cronScheduler.changed });
+  app.addHook('onReady', async () => cronScheduler.start());
+  app.addHook('onClose', async () => cronScheduler.stop());
 
   await registerOpenApi(app, VERSION);
   await app.register(metricsRoutes, { metrics });
@@ -142,6 +153,7 @@ export async function buildApp({
       await v1.register(tableRoutes, { tables, rows });
       await v1.register(webhookRoutes, { webhooks });
       await v1.register(incomingWebhookRoutes, { incoming: incomingWebhooks });
+      await v1.register(cronRoutes, { crons });
     },
     { prefix: '/v1' },
   );

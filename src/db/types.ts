@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { CronsTable } from '../crons/db-types.js';
 import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../runs/db-types.js';
 import type { TableCatalogTable } from '../tables/db-types.js';
 import type { ThreadCheckpointsTable, ThreadsTable } from '../threads/db-types.js';
@@ -69,6 +70,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_delivery_attempts: WebhookDeliveryAttemptsTable;
   incoming_webhooks: IncomingWebhooksTable;
+  crons: CronsTable;
 }
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;

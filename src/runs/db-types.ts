@@ -24,6 +24,8 @@ export interface RunsTable {
   version_id: string;
   environment: Environment;
   thread_id: string | null;
+  /** The cron that started the run, if one did. */
+  cron_id: string | null;
   status: RunStatus;
   input: Json<Record<string, unknown>>;
   output: NullableJson<Record<string, unknown>>;
