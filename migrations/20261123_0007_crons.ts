@@ -34,11 +34,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .where(sql.ref('next_run_at'), 'is not', null)
     .execute();
 
-  // A deleted cron leaves its runs, no longer tied to it.
-  await db.schema
-    .alterTable('runs')
-    .addColumn('cron_id', 'text', (col) => col.references('crons.id').onDelete('set null'))
-    .execute();
+  // No foreign key: a finished run never changes, so the runs of a deleted cron keep naming it.
+  await db.schema.alterTable('runs').addColumn('cron_id', 'text').execute();
   await db.schema
     .createIndex('runs_cron_created_idx')
     .on('runs')

@@ -65,7 +65,7 @@ export const cronRoutes: FastifyPluginAsyncZod<{ crons: CronService }> = async (
     {
       schema: {
         tags,
-        summary: 'Delete a cron; its runs stay, without cron_id',
+        summary: 'Delete a cron; its runs stay, still with its cron_id',
         params: cronParams,
         response: { 200: success, ...commonErrors },
       },
