@@ -1,0 +1,62 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
+import { crew, deploy, explainPostgresOnly, type Instance, startInstance, until } from '../scale/helpers.js';
+
+explainPostgresOnly(
+  'crons on several instances',
+  'embedded PGlite is one process by design, so there is no second instance',
+);
+
+describe.runIf(usingPostgres())('crons on two instances of one PostgreSQL', () => {
+  let database: TestDatabase;
+  let a: Instance;
+  let b: Instance;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const url = database.url as string;
+    [a, b] = await Promise.all([startInstance('cron-a', url), startInstance('cron-b', url)]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await database?.destroy();
+  });
+
+  it('a one-second cron over twenty seconds starts exactly one run per due time', async () => {
+    const deploymentId = await deploy(a, crew('trivial.mjs'));
+    // Created through B: A learns of it through the instances' notification.
+    const created = await b.call('POST', '/v1/crons', { deployment_id: deploymentId, schedule: '* * * * * *' });
+    expect(created.status).toBe(201);
+    const cronId = (await created.json()).id as string;
+
+    await sleep(20_000);
+    expect((await a.call('PATCH', `/v1/crons/${cronId}`, { enabled: false })).status).toBe(200);
+    const db = database.handle.db;
+    // Settled once no instance holds a claim on it any more.
+    await until(async () => {
+      const row = await db.selectFrom('crons').select('claimed_until').where('id', '=', cronId).executeTakeFirst();
+      return row?.claimed_until === null;
+    });
+
+    const keys = await db
+      .selectFrom('idempotency_keys')
+      .select(['key', 'response'])
+      .where('scope', '=', `cron:${cronId}`)
+      .orderBy('key')
+      .execute();
+    const runs = await db.selectFrom('runs').select(['id', 'instance_id']).where('cron_id', '=', cronId).execute();
+    const dues = keys.map((row) => new Date(row.key).getTime());
+    const runIds = keys.map((row) => (row.response as { run_id: string }).run_id);
+
+    expect(dues.length).toBeGreaterThanOrEqual(18);
+    // None missed: the due times are every second from the first to the last.
+    expect(dues.slice(1).map((due, index) => due - (dues[index] as number))).toEqual(
+      Array.from({ length: dues.length - 1 }, () => 1000),
+    );
+    // None doubled: one run per due time, and no run without one.
+    expect(new Set(runIds).size).toBe(dues.length);
+    expect(runs.map((run) => run.id).sort()).toEqual([...runIds].sort());
+  });
+});
