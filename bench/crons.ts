@@ -31,8 +31,9 @@ function startCrewd(databaseUrl: string, dataDir: string): Promise<Proc> {
       DATA_DIR: dataDir,
       BOOTSTRAP_API_KEY: KEY,
       LOG_LEVEL: 'warn',
-      MAX_CONCURRENT_RUNS: '16',
+      MAX_CONCURRENT_RUNS: process.env.CRONS_MAX_CONCURRENT_RUNS ?? '16',
       INSTANCE_LEASE_SECONDS: '10',
+      CRON_DEBUG: process.env.CRON_DEBUG ?? '',
     },
     '/readyz',
   );

@@ -107,10 +107,10 @@ export function findThreadDeployment(db: Db, orgId: string, threadId: string) {
 // The scheduler
 
 /**
- * Claims up to `limit` due crons for this instance until `until`, skipping rows another instance
- * is claiming and crons whose claim has not lapsed. Returns what a run needs and the due time.
+ * Claims up to `limit` crons due by `dueBy` for this instance until `until`, skipping rows another
+ * instance is claiming and crons whose claim has not lapsed. Returns what a run needs and the due time.
  */
-export function claimDueCrons(db: Db, claim: { now: Date; until: Date; limit: number }) {
+export function claimDueCrons(db: Db, claim: { now: Date; dueBy: Date; until: Date; limit: number }) {
   return db
     .updateTable('crons')
     .set({ claimed_until: claim.until })
@@ -118,14 +118,14 @@ export function claimDueCrons(db: Db, claim: { now: Date; until: Date; limit: nu
       eb
         .selectFrom('crons')
         .select('id')
-        .where('next_run_at', '<=', claim.now)
+        .where('next_run_at', '<=', claim.dueBy)
         .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<=', claim.now)]))
         .orderBy('next_run_at')
         .limit(claim.limit)
         .forUpdate()
         .skipLocked(),
     )
-    .where('next_run_at', '<=', claim.now)
+    .where('next_run_at', '<=', claim.dueBy)
     .returning([
       'id',
       'org_id',

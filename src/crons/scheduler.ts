@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { PgListener } from '../db/pg-listener.js';
@@ -22,19 +23,33 @@ export interface CronTimings {
   claimMs: number;
   /** Runs this instance starts at once. */
   concurrency: number;
+  /** How long before its due time a cron is claimed, so that its run starts at the due time, not a claim later. */
+  leadMs: number;
+  /**
+   * A due time claimed at most this late is late, not missed: the cron's next time is the one after it,
+   * so every such time still starts its run. Claimed later (no instance was up), the times missed collapse into one.
+   */
+  catchUpMs: number;
 }
 
-export const DEFAULT_CRON_TIMINGS: CronTimings = { maxWaitMs: 1000, claimMs: 60_000, concurrency: 64 };
+export const DEFAULT_CRON_TIMINGS: CronTimings = {
+  maxWaitMs: 1000,
+  claimMs: 60_000,
+  concurrency: 64,
+  leadMs: 200,
+  catchUpMs: 10_000,
+};
 
 /** A look found something due that another instance holds locked for a moment: look again soon. */
 const BUSY_RETRY_MS = 10;
 
 /**
- * Starts the runs of due crons. Each instance sleeps until the earliest due time (at most
- * `maxWaitMs`), claims due crons (SKIP LOCKED, so instances share them out), and starts each
- * run through the runs service with the due time as idempotency key: a due time retried after a
- * crash answers the run already started instead of starting a second. The cron's next time is
- * the first after the claim, so times missed while no instance ran collapse into one run.
+ * Starts the runs of due crons. Each instance sleeps until shortly before the earliest due time
+ * (at most `maxWaitMs`), claims the crons due by then (SKIP LOCKED, so instances share them out),
+ * and at each due time starts the run through the runs service with the due time as idempotency
+ * key: a due time retried after a crash answers the run already started instead of starting a
+ * second. The cron's next time is the first after its due time, or after the claim when that
+ * came more than `catchUpMs` late, so times missed while no instance ran collapse into one run.
  */
 export function createCronScheduler(options: {
   db: Kysely<Database>;
@@ -88,7 +103,7 @@ export function createCronScheduler(options: {
       const now = Date.now();
       const earliest = await repo.earliestDue(db, new Date(now));
       if (earliest) {
-        const until = earliest.getTime() - now;
+        const until = earliest.getTime() - timings.leadMs - now;
         delayMs = Math.min(until > 0 ? until : claimedAny ? 0 : BUSY_RETRY_MS, timings.maxWaitMs);
       }
     } catch (error) {
@@ -106,6 +121,7 @@ export function createCronScheduler(options: {
       const now = new Date();
       const claimed = await repo.claimDueCrons(db, {
         now,
+        dueBy: new Date(now.getTime() + timings.leadMs),
         until: new Date(now.getTime() + timings.claimMs),
         limit: room,
       });
@@ -126,6 +142,8 @@ export function createCronScheduler(options: {
 
   async function fire(cron: repo.ClaimedCron, claimedAt: Date): Promise<void> {
     const dueAt = cron.due_at as Date;
+    const early = dueAt.getTime() - Date.now();
+    if (early > 0) await sleep(early);
     let outcome: { runId: string; at: Date } | { error: string };
     try {
       const run = await runs.createRun({
@@ -151,9 +169,10 @@ export function createCronScheduler(options: {
       outcome = { error: error.message };
     }
     try {
-      const nextAt = nextTime(cron.schedule, cron.timezone, claimedAt);
+      const missed = claimedAt.getTime() - dueAt.getTime() > timings.catchUpMs;
+      const nextAt = nextTime(cron.schedule, cron.timezone, missed ? claimedAt : dueAt);
       await repo.recordFiring(db, { id: cron.id, dueAt, nextAt, outcome });
-      if (nextAt) wakeBy(nextAt.getTime());
+      if (nextAt) wakeBy(nextAt.getTime() - timings.leadMs);
     } catch (error) {
       // The claim lapses and the due time is tried again; its idempotency key answers the run already started.
       logger.warn({ err: error, cron_id: cron.id }, 'crons: firing not recorded; the claim will lapse');
