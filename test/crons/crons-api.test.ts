@@ -125,6 +125,13 @@ describe('crons API', () => {
     expect(cron).toMatchObject({ thread_id: thread.thread_id, multitask_strategy: 'reject' });
   });
 
+  it('deletes the crons of a deleted thread', async () => {
+    const thread = (await ctx.call('POST', '/v1/threads', { body: { deployment_id: deploymentId } })).json();
+    const cron = await createCron(ctx, { deployment_id: deploymentId, schedule: YEARLY, thread_id: thread.thread_id });
+    expect((await ctx.call('DELETE', `/v1/threads/${thread.thread_id}`)).statusCode).toBe(200);
+    expect((await ctx.call('GET', `/v1/crons/${cron.id}`)).statusCode).toBe(404);
+  });
+
   it('lists crons newest first, by deployment, with limit and offset', async () => {
     const { deploymentId: own } = await deploy(ctx, crew('trivial.mjs'));
     const first = await createCron(ctx, { deployment_id: own, schedule: YEARLY, input: { n: 1 } });

@@ -119,6 +119,19 @@ describe('cron scheduler', () => {
     expect(backlog).toEqual([{ due: missedSince.toISOString(), runId: fired.last_run_id }]);
   });
 
+  it('starts a run for each time only a few seconds late', async () => {
+    const cron = await createCron(ctx, { deployment_id: deploymentId, schedule: EVERY_SECOND, enabled: false });
+    const lateSince = new Date(Math.floor(Date.now() / 1000) * 1000 - 3000);
+    await whileDown(() =>
+      db().updateTable('crons').set({ enabled: true, next_run_at: lateSince }).where('id', '=', cron.id).execute(),
+    );
+    const caughtUp = lateSince.getTime() + 4000;
+    await until(async () => (await dueTimes(cron.id)).some(({ due }) => new Date(due).getTime() >= caughtUp));
+    await ctx.call('PATCH', `/v1/crons/${cron.id}`, { body: { enabled: false } });
+    const dues = (await dueTimes(cron.id)).map(({ due }) => new Date(due).getTime());
+    expect(dues.slice(0, 5)).toEqual([0, 1, 2, 3, 4].map((second) => lateSince.getTime() + second * 1000));
+  });
+
   it('takes again a due time whose claim lapsed, without starting its run twice', async () => {
     const cron = await createCron(ctx, { deployment_id: deploymentId, schedule: YEARLY });
     const due = new Date(Date.now() - 5 * 60_000);
