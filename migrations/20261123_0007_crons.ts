@@ -35,16 +35,18 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 
   // No foreign key: a finished run never changes, so the runs of a deleted cron keep naming it.
-  await db.schema.alterTable('runs').addColumn('cron_id', 'text').execute();
+  await db.schema.alterTable('runs').addColumn('cron_id', 'text').addColumn('cron_due_at', 'timestamptz').execute();
+  // One run per due time of a cron, whichever instance starts it and however often it is tried.
   await db.schema
-    .createIndex('runs_cron_created_idx')
+    .createIndex('runs_cron_due_idx')
+    .unique()
     .on('runs')
-    .columns(['cron_id', 'created_at'])
+    .columns(['cron_id', 'cron_due_at'])
     .where(sql.ref('cron_id'), 'is not', null)
     .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('runs').dropColumn('cron_id').execute();
+  await db.schema.alterTable('runs').dropColumn('cron_due_at').dropColumn('cron_id').execute();
   await db.schema.dropTable('crons').execute();
 }

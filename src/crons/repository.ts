@@ -108,16 +108,15 @@ export function findThreadDeployment(db: Db, orgId: string, threadId: string) {
 
 /**
  * Claims up to `limit` crons due by `dueBy` for this instance until `until`, skipping rows another
- * instance is claiming and crons whose claim has not lapsed. Returns what a run needs and the due time.
+ * instance is claiming and crons whose claim has not lapsed. Returns what a run needs, the due time,
+ * and the lapsed claim taken over, if any (its instance may have started the run before it died).
  */
 export function claimDueCrons(db: Db, claim: { now: Date; dueBy: Date; until: Date; limit: number }) {
   return db
-    .updateTable('crons')
-    .set({ claimed_until: claim.until })
-    .where('id', 'in', (eb) =>
-      eb
+    .with('due', (qb) =>
+      qb
         .selectFrom('crons')
-        .select('id')
+        .select(['id', 'claimed_until as lapsed_claim'])
         .where('next_run_at', '<=', claim.dueBy)
         .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<=', claim.now)]))
         .orderBy('next_run_at')
@@ -125,19 +124,34 @@ export function claimDueCrons(db: Db, claim: { now: Date; dueBy: Date; until: Da
         .forUpdate()
         .skipLocked(),
     )
-    .where('next_run_at', '<=', claim.dueBy)
+    .updateTable('crons')
+    .from('due')
+    .set({ claimed_until: claim.until })
+    .whereRef('crons.id', '=', 'due.id')
+    .where('crons.next_run_at', '<=', claim.dueBy)
     .returning([
-      'id',
-      'org_id',
-      'deployment_id',
-      'schedule',
-      'timezone',
-      'input',
-      'environment',
-      'thread_id',
-      'next_run_at as due_at',
+      'crons.id',
+      'crons.org_id',
+      'crons.deployment_id',
+      'crons.schedule',
+      'crons.timezone',
+      'crons.input',
+      'crons.environment',
+      'crons.thread_id',
+      'crons.next_run_at as due_at',
+      'due.lapsed_claim',
     ])
     .execute();
+}
+
+/** The run a cron started for a due time, if it started one. */
+export async function findRunOfDueTime(db: Db, cronId: string, dueAt: Date) {
+  return db
+    .selectFrom('runs')
+    .select('id')
+    .where('cron_id', '=', cronId)
+    .where('cron_due_at', '=', dueAt)
+    .executeTakeFirst();
 }
 
 export type ClaimedCron = Awaited<ReturnType<typeof claimDueCrons>>[number];

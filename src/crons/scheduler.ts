@@ -46,9 +46,9 @@ const BUSY_RETRY_MS = 10;
 /**
  * Starts the runs of due crons. Each instance sleeps until shortly before the earliest due time
  * (at most `maxWaitMs`), claims the crons due by then (SKIP LOCKED, so instances share them out),
- * and at each due time starts the run through the runs service with the due time as idempotency
- * key: a due time retried after a crash answers the run already started instead of starting a
- * second. The cron's next time is the first after its due time, or after the claim when that
+ * and at each due time starts the run through the runs service, marked with the cron and the due
+ * time, which the database keeps unique: a due time taken over from a crashed instance finds the
+ * run that instance started instead of starting a second. The cron's next time is the first after its due time, or after the claim when that
  * came more than `catchUpMs` late, so times missed while no instance ran collapse into one run.
  */
 export function createCronScheduler(options: {
@@ -140,23 +140,31 @@ export function createCronScheduler(options: {
     });
   }
 
+  /** Starts the due time's run, unless the instance whose lapsed claim this took over had started it. */
+  async function startRun(cron: repo.ClaimedCron, dueAt: Date): Promise<string> {
+    if (cron.lapsed_claim !== null) {
+      const started = await repo.findRunOfDueTime(db, cron.id, dueAt);
+      if (started) return started.id;
+    }
+    const run = await runs.createRun({
+      orgId: cron.org_id,
+      deploymentId: cron.deployment_id,
+      environment: cron.environment,
+      input: cron.input,
+      threadId: cron.thread_id,
+      cron: { id: cron.id, dueAt },
+      idempotencyScope: `cron:${cron.id}`,
+    });
+    return run.run_id;
+  }
+
   async function fire(cron: repo.ClaimedCron, claimedAt: Date): Promise<void> {
     const dueAt = cron.due_at as Date;
     const early = dueAt.getTime() - Date.now();
     if (early > 0) await sleep(early);
     let outcome: { runId: string; at: Date } | { error: string };
     try {
-      const run = await runs.createRun({
-        orgId: cron.org_id,
-        deploymentId: cron.deployment_id,
-        environment: cron.environment,
-        input: cron.input,
-        threadId: cron.thread_id,
-        cronId: cron.id,
-        idempotencyKey: dueAt.toISOString(),
-        idempotencyScope: `cron:${cron.id}`,
-      });
-      outcome = { runId: run.run_id, at: new Date() };
+      outcome = { runId: await startRun(cron, dueAt), at: new Date() };
     } catch (error) {
       if (!(error instanceof AppError) || error.statusCode >= 500) {
         // The database or the service failed, not the cron: the same due time is tried again a moment later.
@@ -174,7 +182,7 @@ export function createCronScheduler(options: {
       await repo.recordFiring(db, { id: cron.id, dueAt, nextAt, outcome });
       if (nextAt) wakeBy(nextAt.getTime() - timings.leadMs);
     } catch (error) {
-      // The claim lapses and the due time is tried again; its idempotency key answers the run already started.
+      // The claim lapses and the due time is tried again, finding the run already started.
       logger.warn({ err: error, cron_id: cron.id }, 'crons: firing not recorded; the claim will lapse');
     }
   }

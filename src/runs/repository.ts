@@ -30,6 +30,7 @@ export interface NewRun {
   environment: Environment;
   thread_id: string | null;
   cron_id?: string | null;
+  cron_due_at?: Date | null;
   status: 'pending' | 'running';
   input: Record<string, unknown>;
   instance_id: string | null;
@@ -71,6 +72,7 @@ export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'versi
           'environment',
           'thread_id',
           'cron_id',
+          'cron_due_at',
           'status',
           'input',
           'instance_id',
@@ -88,6 +90,7 @@ export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'versi
               sql<string>`${run.environment}::text`.as('environment'),
               sql<string | null>`${run.thread_id}::text`.as('thread_id'),
               sql<string | null>`${run.cron_id ?? null}::text`.as('cron_id'),
+              sql<Date | null>`${run.cron_due_at ?? null}::timestamptz`.as('cron_due_at'),
               sql<string>`${run.status}::text`.as('status'),
               sql<string>`${JSON.stringify(run.input)}::jsonb`.as('input'),
               sql<string | null>`${run.instance_id}::text`.as('instance_id'),

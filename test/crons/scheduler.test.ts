@@ -18,15 +18,15 @@ describe('cron scheduler', () => {
 
   const db = () => ctx.database.handle.db;
 
-  /** The due times the cron started runs for (their idempotency keys), oldest first. */
+  /** The due times the cron started runs for, as recorded on the runs, oldest first. */
   async function dueTimes(cronId: string): Promise<Array<{ due: string; runId: string }>> {
     const rows = await db()
-      .selectFrom('idempotency_keys')
-      .select(['key', 'response'])
-      .where('scope', '=', `cron:${cronId}`)
-      .orderBy('key')
+      .selectFrom('runs')
+      .select(['id', 'cron_due_at'])
+      .where('cron_id', '=', cronId)
+      .orderBy('cron_due_at')
       .execute();
-    return rows.map((row) => ({ due: row.key, runId: (row.response as { run_id: string }).run_id }));
+    return rows.map((row) => ({ due: (row.cron_due_at as Date).toISOString(), runId: row.id }));
   }
 
   /** With the app stopped, sets columns of a cron as an outage or a crash would have left them. */
@@ -51,9 +51,10 @@ describe('cron scheduler', () => {
     });
     const { current, runs } = settled;
     const dues = await dueTimes(cron.id);
-    expect(runs.length).toBe(dues.length);
     expect(new Set(runs.map((run) => run.id))).toEqual(new Set(dues.map((due) => due.runId)));
-    // Whole seconds, one run each, none before its time.
+    // Every second from the first to the last, one run each, none before its time.
+    const seconds = dues.map(({ due }) => new Date(due).getTime());
+    expect(seconds).toEqual(seconds.map((_, index) => (seconds[0] as number) + index * 1000));
     for (const { due, runId } of dues) {
       expect(due).toMatch(/\.000Z$/);
       const run = runs.find((candidate) => candidate.id === runId) as { created_at: string };
@@ -159,7 +160,7 @@ describe('cron scheduler', () => {
     expect((await runsOfCron(ctx, cron.id)).map((run) => run.id)).toEqual([first.last_run_id]);
   });
 
-  it('leaves a due time alone while another instance’s claim holds', async () => {
+  it('leaves a due time alone while another instance’s claim holds, and takes it once the claim lapsed', async () => {
     const held = await createCron(ctx, { deployment_id: deploymentId, schedule: YEARLY });
     const free = await createCron(ctx, { deployment_id: deploymentId, schedule: YEARLY });
     const due = new Date(Date.now() - 60_000);
@@ -170,8 +171,15 @@ describe('cron scheduler', () => {
         .set({ claimed_until: new Date(Date.now() + 3_600_000) })
         .where('id', '=', held.id)
         .execute();
+      // Its instance died before it started the run.
+      await db()
+        .updateTable('crons')
+        .set({ claimed_until: new Date(Date.now() - 1000) })
+        .where('id', '=', free.id)
+        .execute();
     });
-    await until(async () => (await getCron(ctx, free.id)).last_run_id);
+    const freeRun = await until(async () => (await getCron(ctx, free.id)).last_run_id);
+    expect(await dueTimes(free.id)).toEqual([{ due: due.toISOString(), runId: freeRun }]);
     // The look that started the free cron's run passed the held one by.
     const stillHeld = await getCron(ctx, held.id);
     expect(stillHeld).toMatchObject({ last_run_id: null, next_run_at: due.toISOString() });
