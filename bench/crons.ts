@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -53,7 +53,8 @@ async function lateness(db: pg.Client, meantFor: Map<string, number>): Promise<n
   return rows.map((row) => row.created_at.getTime() - (meantFor.get(row.id) as number));
 }
 
-async function measureCrons(db: pg.Client, instances: JsonTarget[], deploymentId: string): Promise<void> {
+/** Prints the crons' figures; returns the lateness of each run. */
+async function measureCrons(db: pg.Client, instances: JsonTarget[], deploymentId: string): Promise<number[]> {
   for (let i = 0; i < CRONS; i++) {
     // Half through each instance; the other learns of them from the notification.
     await jsonRequest(
@@ -99,9 +100,16 @@ async function measureCrons(db: pg.Client, instances: JsonTarget[], deploymentId
   printFigure('crons.start_lateness_p50', percentile(late, 50), 'ms');
   printFigure('crons.start_lateness_p99', percentile(late, 99), 'ms', { op: '<=', target: 250 });
   printFigure('crons.start_lateness_max', Math.max(...late), 'ms');
+  // The machine's own busyness, which lateness follows: runnable processes per core, over the last minute.
+  printFigure('crons.machine_load_per_core', (loadavg()[0] as number) / availableParallelism(), 'processes');
+  return late;
 }
 
-async function measureApiBaseline(db: pg.Client, instances: JsonTarget[], deploymentId: string): Promise<void> {
+/** Prints the baseline's figures; returns the lateness of each run. */
+async function measureApiBaseline(db: pg.Client, ports: number[], deploymentId: string): Promise<number[]> {
+  // A connection per request of a second, so no request waits for a socket here.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CRONS });
+  const instances = ports.map((port): JsonTarget => ({ port, key: KEY, agent }));
   const meantFor = new Map<string, number>();
   let failed = 0;
   const start = nextWholeSecond() + 1000;
@@ -125,11 +133,13 @@ async function measureApiBaseline(db: pg.Client, instances: JsonTarget[], deploy
     }
   }
   await Promise.all(requests);
+  agent.destroy();
   const late = await lateness(db, meantFor);
   printFigure('crons.baseline_api_runs_started', meantFor.size / (CRONS * BASELINE_SECONDS), 'ratio');
   printFigure('crons.baseline_api_failed_requests', failed, 'requests');
   printFigure('crons.baseline_api_start_lateness_p50', percentile(late, 50), 'ms');
   printFigure('crons.baseline_api_start_lateness_p99', percentile(late, 99), 'ms');
+  return late;
 }
 
 export async function run(): Promise<void> {
@@ -152,14 +162,25 @@ export async function run(): Promise<void> {
       command: COMMAND,
       environment: 'production',
     });
-    await measureCrons(db, instances, deployment.id);
+    const cronLateness = await measureCrons(db, instances, deployment.id);
     // The crons' runs drain first, so the baseline starts on idle instances.
     for (let i = 0; i < 600; i++) {
       const { rows } = await db.query(`select count(*)::int as n from runs where status in ('pending', 'running')`);
       if (rows[0].n === 0) break;
       await sleep(100);
     }
-    if (BASELINE_SECONDS > 0) await measureApiBaseline(db, instances, deployment.id);
+    if (BASELINE_SECONDS > 0) {
+      const apiLateness = await measureApiBaseline(
+        db,
+        servers.map((server) => server.port),
+        deployment.id,
+      );
+      printFigure(
+        'crons.start_lateness_p99_vs_api',
+        percentile(cronLateness, 99) / percentile(apiLateness, 99),
+        'ratio (cron runs ÷ the same runs through POST /v1/runs)',
+      );
+    }
   } finally {
     agent.destroy();
     await db.end().catch(() => {});

@@ -21,7 +21,7 @@ export interface CronTimings {
   maxWaitMs: number;
   /** How long a claimed due time is this instance's; a crashed instance's claims are taken again after it. */
   claimMs: number;
-  /** Runs this instance starts at once. */
+  /** Due times this instance holds at once (claimed and not yet recorded); a firing mostly waits on the database. */
   concurrency: number;
   /** How long before its due time a cron is claimed, so that its run starts at the due time, not a claim later. */
   leadMs: number;
@@ -35,7 +35,7 @@ export interface CronTimings {
 export const DEFAULT_CRON_TIMINGS: CronTimings = {
   maxWaitMs: 1000,
   claimMs: 60_000,
-  concurrency: 64,
+  concurrency: 512,
   leadMs: 200,
   catchUpMs: 10_000,
 };
@@ -48,8 +48,9 @@ const BUSY_RETRY_MS = 10;
  * (at most `maxWaitMs`), claims the crons due by then (SKIP LOCKED, so instances share them out),
  * and at each due time starts the run through the runs service, marked with the cron and the due
  * time, which the database keeps unique: a due time taken over from a crashed instance finds the
- * run that instance started instead of starting a second. The cron's next time is the first after its due time, or after the claim when that
- * came more than `catchUpMs` late, so times missed while no instance ran collapse into one run.
+ * run that instance started instead of starting a second. The cron's next time is the first after
+ * its due time, or after the claim when that came more than `catchUpMs` late, so times missed
+ * while no instance ran collapse into one run.
  */
 export function createCronScheduler(options: {
   db: Kysely<Database>;
