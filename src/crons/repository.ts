@@ -157,12 +157,19 @@ export async function findRunOfDueTime(db: Db, cronId: string, dueAt: Date) {
 export type ClaimedCron = Awaited<ReturnType<typeof claimDueCrons>>[number];
 
 /**
- * Ends a claim: moves the next time on (unless a change meanwhile set another) and records the
- * run started, or the error that kept it from starting.
+ * Ends a claim, if it is still this one (`claim` is the `claimed_until` it set; an instance that
+ * took it over after it lapsed records instead): moves the next time on (unless a change meanwhile
+ * set another) and records the run started, or the error that kept it from starting.
  */
 export function recordFiring(
   db: Db,
-  firing: { id: string; dueAt: Date; nextAt: Date | null; outcome: { runId: string; at: Date } | { error: string } },
+  firing: {
+    id: string;
+    claim: Date;
+    dueAt: Date;
+    nextAt: Date | null;
+    outcome: { runId: string; at: Date } | { error: string };
+  },
 ) {
   const { outcome } = firing;
   return db
@@ -180,12 +187,18 @@ export function recordFiring(
         : { last_error: outcome.error }),
     }))
     .where('id', '=', firing.id)
+    .where('claimed_until', '=', firing.claim)
     .execute();
 }
 
-/** Shortens the claim, so the due time is tried again at `at` (its run could not be started for a passing reason). */
-export function retryClaimAt(db: Db, id: string, at: Date) {
-  return db.updateTable('crons').set({ claimed_until: at }).where('id', '=', id).execute();
+/** Shortens the claim, if still this one, so the due time is tried again at `at` (its run did not start for a passing reason). */
+export function retryClaimAt(db: Db, id: string, claim: Date, at: Date) {
+  return db
+    .updateTable('crons')
+    .set({ claimed_until: at })
+    .where('id', '=', id)
+    .where('claimed_until', '=', claim)
+    .execute();
 }
 
 /** The earliest time a cron not claimed now falls due, if any. */

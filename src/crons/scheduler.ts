@@ -19,7 +19,10 @@ export interface RunStarter {
 export interface CronTimings {
   /** Longest sleep between two looks at the crons, so a lost notification costs at most this. */
   maxWaitMs: number;
-  /** How long a claimed due time is this instance's; a crashed instance's claims are taken again after it. */
+  /**
+   * How long a claimed due time is this instance's; a crashed instance's claims are taken over after
+   * it. Well under `catchUpMs`, so a due time taken over is caught up rather than collapsed.
+   */
   claimMs: number;
   /** Due times this instance holds at once (claimed and not yet recorded); a firing mostly waits on the database. */
   concurrency: number;
@@ -34,7 +37,7 @@ export interface CronTimings {
 
 export const DEFAULT_CRON_TIMINGS: CronTimings = {
   maxWaitMs: 1000,
-  claimMs: 60_000,
+  claimMs: 5_000,
   concurrency: 512,
   leadMs: 200,
   catchUpMs: 10_000,
@@ -120,13 +123,14 @@ export function createCronScheduler(options: {
       const room = timings.concurrency - inFlight.size;
       if (room <= 0 || stopped) return claimedAny;
       const now = new Date();
+      const claim = new Date(now.getTime() + timings.claimMs);
       const claimed = await repo.claimDueCrons(db, {
         now,
         dueBy: new Date(now.getTime() + timings.leadMs),
-        until: new Date(now.getTime() + timings.claimMs),
+        until: claim,
         limit: room,
       });
-      for (const cron of claimed) track(fire(cron, now));
+      for (const cron of claimed) track(fire(cron, now, claim));
       claimedAny ||= claimed.length > 0;
       if (claimed.length < room) return claimedAny;
     }
@@ -159,7 +163,7 @@ export function createCronScheduler(options: {
     return run.run_id;
   }
 
-  async function fire(cron: repo.ClaimedCron, claimedAt: Date): Promise<void> {
+  async function fire(cron: repo.ClaimedCron, claimedAt: Date, claim: Date): Promise<void> {
     const dueAt = cron.due_at as Date;
     const early = dueAt.getTime() - Date.now();
     if (early > 0) await sleep(early);
@@ -171,7 +175,7 @@ export function createCronScheduler(options: {
         // The database or the service failed, not the cron: the same due time is tried again a moment later.
         logger.warn({ err: error, cron_id: cron.id }, 'crons: run not started; trying this due time again');
         await repo
-          .retryClaimAt(db, cron.id, new Date(Date.now() + timings.maxWaitMs))
+          .retryClaimAt(db, cron.id, claim, new Date(Date.now() + timings.maxWaitMs))
           .catch(() => logger.debug({ cron_id: cron.id }, 'crons: the claim lapses on its own'));
         return;
       }
@@ -180,7 +184,7 @@ export function createCronScheduler(options: {
     try {
       const missed = claimedAt.getTime() - dueAt.getTime() > timings.catchUpMs;
       const nextAt = nextTime(cron.schedule, cron.timezone, missed ? claimedAt : dueAt);
-      await repo.recordFiring(db, { id: cron.id, dueAt, nextAt, outcome });
+      await repo.recordFiring(db, { id: cron.id, claim, dueAt, nextAt, outcome });
       if (nextAt) wakeBy(nextAt.getTime() - timings.leadMs);
     } catch (error) {
       // The claim lapses and the due time is tried again, finding the run already started.
