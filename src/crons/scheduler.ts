@@ -43,6 +43,9 @@ export const DEFAULT_CRON_TIMINGS: CronTimings = {
   catchUpMs: 10_000,
 };
 
+/** The run of the same cron and due time exists already (SQLSTATE 23505 on `runs_cron_due_idx`). */
+const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === '23505';
+
 /** A look found something due that another instance holds locked for a moment: look again soon. */
 const BUSY_RETRY_MS = 10;
 
@@ -145,22 +148,28 @@ export function createCronScheduler(options: {
     });
   }
 
-  /** Starts the due time's run, unless the instance whose lapsed claim this took over had started it. */
+  /** Starts the due time's run, unless another claim of it (one that lapsed, or overtook this one) did. */
   async function startRun(cron: repo.ClaimedCron, dueAt: Date): Promise<string> {
     if (cron.lapsed_claim !== null) {
       const started = await repo.findRunOfDueTime(db, cron.id, dueAt);
       if (started) return started.id;
     }
-    const run = await runs.createRun({
-      orgId: cron.org_id,
-      deploymentId: cron.deployment_id,
-      environment: cron.environment,
-      input: cron.input,
-      threadId: cron.thread_id,
-      cron: { id: cron.id, dueAt },
-      idempotencyScope: `cron:${cron.id}`,
-    });
-    return run.run_id;
+    try {
+      const run = await runs.createRun({
+        orgId: cron.org_id,
+        deploymentId: cron.deployment_id,
+        environment: cron.environment,
+        input: cron.input,
+        threadId: cron.thread_id,
+        cron: { id: cron.id, dueAt },
+        idempotencyScope: `cron:${cron.id}`,
+      });
+      return run.run_id;
+    } catch (error) {
+      const started = isUniqueViolation(error) ? await repo.findRunOfDueTime(db, cron.id, dueAt) : undefined;
+      if (started) return started.id;
+      throw error;
+    }
   }
 
   async function fire(cron: repo.ClaimedCron, claimedAt: Date, claim: Date): Promise<void> {
