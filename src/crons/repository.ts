@@ -145,7 +145,7 @@ export function claimDueCrons(db: Db, claim: { now: Date; dueBy: Date; until: Da
 }
 
 /** The run a cron started for a due time, if it started one. */
-export async function findRunOfDueTime(db: Db, cronId: string, dueAt: Date) {
+export function findRunOfDueTime(db: Db, cronId: string, dueAt: Date) {
   return db
     .selectFrom('runs')
     .select('id')
