@@ -61,6 +61,12 @@ export const createCronBody = z.strictObject({
 });
 
 export const updateCronBody = z.strictObject({
+  deployment_id: z
+    .unknown()
+    .refine(() => false, 'cannot be changed; create a new cron for the other deployment')
+    .optional()
+    .transform(() => undefined)
+    .describe('not accepted: a cron stays with its deployment'),
   schedule: schedule.optional(),
   timezone: timezone.optional(),
   input: jsonObject.optional(),

@@ -184,7 +184,9 @@ describe('crons API', () => {
       body: { deployment_id: 'dep_other', input: { a: 1 } },
     });
     expect(deployment.statusCode).toBe(400);
-    expect(errorOf(deployment).message).toBe('unknown field "deployment_id"');
+    expect(errorOf(deployment).message).toBe(
+      'deployment_id: cannot be changed; create a new cron for the other deployment',
+    );
     const schedule = await ctx.call('PATCH', `/v1/crons/${cron.id}`, { body: { schedule: 'often', input: { a: 1 } } });
     expect(schedule.statusCode).toBe(400);
     expect(errorOf(schedule).message).toMatch(/^schedule: /);
