@@ -4,6 +4,7 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import { accessRoutes } from './access/routes.js';
 import authPlugin from './auth/plugin.js';
 import { composeServices, type ServiceDependencies } from './compose.js';
+import { cronRoutes } from './crons/routes.js';
 import { deploymentRoutes } from './deployments/routes.js';
 import { consoleRoutes } from './http/console.js';
 import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from './http/error-handler.js';
@@ -46,7 +47,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
 
   const composed = composeServices(dependencies);
-  const { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches } =
+  const { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches, crons } =
     composed.services;
   app.addHook('onReady', composed.start);
   app.addHook('preClose', async () => composed.closeStreams());
@@ -69,6 +70,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
       await v1.register(tableRoutes, { tables, rows });
       await v1.register(webhookRoutes, { webhooks });
       await v1.register(incomingWebhookRoutes, { incoming: incomingWebhooks });
+      await v1.register(cronRoutes, { crons });
     },
     { prefix: '/v1' },
   );

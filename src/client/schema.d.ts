@@ -85,6 +85,256 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/crons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List crons, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    deployment_id?: string;
+                    /** @description default 50, at most 1000 (larger values are clamped) */
+                    limit?: number;
+                    offset?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            crons: components["schemas"]["Cron"][];
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        put?: never;
+        /** Create a cron: a run of the deployment at each time of the schedule */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        deployment_id: string;
+                        /** @default true */
+                        enabled?: boolean;
+                        /**
+                         * @default production
+                         * @enum {string}
+                         */
+                        environment?: "production" | "staging";
+                        /**
+                         * @description the input of every run
+                         * @default {}
+                         */
+                        input?: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * @description what a run on a busy thread does (CONTRACTS §10); until strategies land, a busy thread is recorded as last_error
+                         * @default enqueue
+                         * @enum {string}
+                         */
+                        multitask_strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
+                        /** @description cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first */
+                        schedule: string;
+                        /** @description start each run in this thread of the deployment */
+                        thread_id?: string;
+                        /**
+                         * @description IANA time zone the schedule is read in
+                         * @default UTC
+                         */
+                        timezone?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Cron"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/crons/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a cron */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Cron"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a cron; its runs stay, still with its cron_id */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Change a cron (any field but deployment_id)
+         * @description A new schedule or timezone, or enabling the cron, counts the next run from now.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description not accepted: a cron stays with its deployment */
+                        deployment_id?: unknown;
+                        enabled?: boolean;
+                        /** @enum {string} */
+                        environment?: "production" | "staging";
+                        input?: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * @description what a run on a busy thread does (CONTRACTS §10); until strategies land, a busy thread is recorded as last_error
+                         * @enum {string}
+                         */
+                        multitask_strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
+                        /** @description cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first */
+                        schedule?: string;
+                        /** @description null: runs outside any thread */
+                        thread_id?: string | null;
+                        /** @description IANA time zone the schedule is read in */
+                        timezone?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Cron"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        trace?: never;
+    };
     "/v1/deployments": {
         parameters: {
             query?: never;
@@ -881,6 +1131,58 @@ export interface components {
             updated_at: string;
             url: string;
         };
+        Cron: {
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            deployment_id: string;
+            enabled: boolean;
+            /** @enum {string} */
+            environment: "production" | "staging";
+            id: string;
+            input: {
+                [key: string]: unknown;
+            };
+            /** @description why the last due time started no run; null once one starts */
+            last_error: string | null;
+            /** @description when the cron last started a run */
+            last_run_at: string | null;
+            last_run_id: string | null;
+            /** @enum {string} */
+            multitask_strategy: "reject" | "enqueue" | "interrupt" | "rollback";
+            /** @description when the next run starts; null while disabled */
+            next_run_at: string | null;
+            schedule: string;
+            thread_id: string | null;
+            timezone: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            updated_at: string;
+        };
+        CronInput: {
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            deployment_id: string;
+            enabled: boolean;
+            /** @enum {string} */
+            environment: "production" | "staging";
+            id: string;
+            input: {
+                [key: string]: unknown;
+            };
+            /** @description why the last due time started no run; null once one starts */
+            last_error: string | null;
+            /** @description when the cron last started a run */
+            last_run_at: string | null;
+            last_run_id: string | null;
+            /** @enum {string} */
+            multitask_strategy: "reject" | "enqueue" | "interrupt" | "rollback";
+            /** @description when the next run starts; null while disabled */
+            next_run_at: string | null;
+            schedule: string;
+            thread_id: string | null;
+            timezone: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            updated_at: string;
+        };
         Deployment: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
@@ -1039,6 +1341,8 @@ export interface components {
             completed_at: string | null;
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
+            /** @description the cron that started the run, if one did */
+            cron_id: string | null;
             deployment_id: string;
             /** @enum {string} */
             environment: "production" | "staging";
@@ -1062,6 +1366,8 @@ export interface components {
             completed_at: string | null;
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
+            /** @description the cron that started the run, if one did */
+            cron_id: string | null;
             deployment_id: string;
             /** @enum {string} */
             environment: "production" | "staging";
@@ -2034,6 +2340,8 @@ export interface operations {
     listRuns: {
         parameters: {
             query?: {
+                /** @description runs started by this cron */
+                cron_id?: string;
                 deployment_id?: string;
                 /** @description default 50, at most 1000 (larger values are clamped) */
                 limit?: number;

@@ -13,6 +13,7 @@ export const runSchema = z
     deployment_id: z.string(),
     environment: environmentSchema,
     thread_id: z.string().nullable(),
+    cron_id: z.string().nullable().describe('the cron that started the run, if one did'),
     status: runStatusSchema,
     input: jsonObject,
     output: jsonObject.nullable().describe('final output; only when succeeded'),
@@ -57,6 +58,7 @@ export const runParams = z.object({ id: z.string() });
 export const listRunsQuery = z.strictObject({
   deployment_id: z.string().min(1).optional(),
   thread_id: z.string().min(1).optional(),
+  cron_id: z.string().min(1).optional().describe('runs started by this cron'),
   status: runStatusSchema.optional(),
   ...paginationQuery(50),
 });
