@@ -20,6 +20,7 @@ import { metricsRoutes } from './metrics/routes.js';
 import { countActiveRuns } from './runs/repository.js';
 import { runRoutes } from './runs/routes.js';
 import { createRunRuntime, type RunTimings } from './runs/runtime.js';
+import { createSandbox, type Sandbox } from './sandbox/index.js';
 import { tableRoutes } from './tables/routes.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
@@ -41,6 +42,8 @@ export interface AppDependencies {
   logger: Logger;
   /** Test knobs of runs and event streams (keepalive, poll, kill grace, lease tick); defaults per CONTRACTS. */
   timings?: Partial<RunTimings>;
+  /** How runner processes are isolated; default: decided from RUNNER_SANDBOX and RUNNER_NETWORK. */
+  sandbox?: Sandbox;
   /** Test knobs of the webhook delivery worker. */
   webhookWorker?: { pollIntervalMs?: number; concurrency?: number; listen?: boolean };
 }
@@ -52,6 +55,7 @@ export async function buildApp({
   logger,
   webhookWorker,
   timings,
+  sandbox,
 }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -77,8 +81,17 @@ export async function buildApp({
   const caches = createInstanceCaches({ db, backend: database.backend, listener });
   const access = createAccessService(db, caches);
   const deployments = createDeploymentService(db);
+  const runnerSandbox =
+    sandbox ??
+    (await createSandbox({
+      mode: config.runnerSandbox,
+      network: config.runnerNetwork,
+      dataDir: config.dataDir,
+      logger,
+    }));
   const runtime = createRunRuntime({
     db,
+    sandbox: runnerSandbox,
     config,
     logger,
     deployments,

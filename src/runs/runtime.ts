@@ -8,6 +8,7 @@ import type { DeploymentService } from '../deployments/service.js';
 import { createLocalEventBus } from '../events/bus.js';
 import { composeFeeds } from '../events/composite-feed.js';
 import { createPgEventFeed } from '../events/pg-feed.js';
+import type { Sandbox } from '../sandbox/index.js';
 import { createSupervisor } from '../supervisor/supervisor.js';
 import { createWakeUps } from '../supervisor/wake-ups.js';
 import { createThreadService } from '../threads/service.js';
@@ -41,6 +42,8 @@ export function createRunRuntime(options: {
   timings?: Partial<RunTimings> | undefined;
   observer?: RunObserver | undefined;
   caches: InstanceCaches;
+  /** How runner processes are isolated (CONTRACTS §12). */
+  sandbox: Sandbox;
   /** On PostgreSQL: the notification connection that carries other instances' run events. */
   listener: PgListener | null;
 }) {
@@ -68,6 +71,7 @@ export function createRunRuntime(options: {
     maxConcurrentRuns: config.maxConcurrentRuns,
     dataDir: config.dataDir,
     runnerPath: config.runnerPath,
+    sandbox: options.sandbox,
     instanceLeaseSeconds: config.instanceLeaseSeconds,
     timings: { killGraceMs: timings.killGraceMs, leaseTickMs: timings.leaseTickMs },
     observer,

@@ -10,6 +10,7 @@ import { liveEnd, type RunLifecycle, type RunOutcome } from '../runs/lifecycle.j
 import type { RunObserver } from '../runs/observer.js';
 import * as repo from '../runs/repository.js';
 import type { RunIdentity, RunStatus } from '../runs/types.js';
+import type { Sandbox } from '../sandbox/index.js';
 import { RunEventLog } from './event-log.js';
 import { createInstanceLease, instanceName, LOST_RUN_ERROR } from './instance-lease.js';
 import { type ProcessExit, type RunnerProcess, startRunnerProcess } from './process-runner.js';
@@ -44,6 +45,8 @@ export interface SupervisorOptions {
   maxConcurrentRuns: number;
   dataDir: string;
   runnerPath: string | undefined;
+  /** Wraps each runner process (CONTRACTS §12). */
+  sandbox: Sandbox;
   instanceLeaseSeconds: number;
   timings: SupervisorTimings;
   observer?: RunObserver;
@@ -277,14 +280,14 @@ export function createSupervisor(options: SupervisorOptions) {
     } else if ('error' in prepared) {
       exit = Promise.resolve({ kind: 'spawn_failed', error: prepared.error });
     } else {
+      // sandbox edit (issue 12): the plan goes through the sandbox; only a scratch folder is writable.
+      const plan = options.sandbox.wrap(
+        { command: spec.version.command, cwd: prepared.cwd, env: environmentFor(spec) },
+        { writable: prepared.scratch ? [prepared.cwd] : [], readOnly: [] },
+      );
       const proc = startRunnerProcess(
         spawner,
-        {
-          command: spec.version.command,
-          cwd: prepared.cwd,
-          env: environmentFor(spec),
-          stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread }),
-        },
+        { ...plan, stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread }) },
         { killGraceMs: timings.killGraceMs, onMessage: (message) => onMessage(run, message) },
       );
       run.process = proc;

@@ -1,0 +1,64 @@
+import { existsSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox } from './types.js';
+
+/** Where systemd-resolved keeps the resolv.conf that /etc/resolv.conf may point to. */
+const RESOLVER_FOLDER = '/run/systemd/resolve';
+
+export interface BubblewrapOptions {
+  /** Absolute path of the bwrap binary. */
+  bwrapPath: string;
+  network: RunnerNetwork;
+  /** crewd's data folder, hidden from runners except for the folders bound back in. */
+  dataDir: string;
+}
+
+/** The folder's real path, so a bind lands where the hidden folder's symlinks lead. */
+function realFolder(folder: string): string {
+  const absolute = path.resolve(folder);
+  try {
+    return realpathSync(absolute);
+  } catch {
+    return absolute;
+  }
+}
+
+/**
+ * The namespaces and mounts every runner gets (CONTRACTS §12), before its own folders:
+ * its own user (all capabilities dropped, so it cannot undo a mount), PID, IPC and UTS
+ * namespaces; the machine read-only; fresh /proc, /dev and /tmp; /run (service sockets
+ * such as PostgreSQL's or Docker's) and DATA_DIR hidden under empty tmpfs.
+ */
+function baseArguments(options: BubblewrapOptions, resolverFolder: boolean): string[] {
+  const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
+  if (options.network === 'off') args.push('--unshare-net');
+  args.push('--die-with-parent', '--cap-drop', 'ALL');
+  args.push('--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run');
+  // DNS keeps working on hosts whose /etc/resolv.conf links into /run.
+  if (resolverFolder) args.push('--ro-bind', RESOLVER_FOLDER, RESOLVER_FOLDER);
+  args.push('--tmpfs', realFolder(options.dataDir));
+  return args;
+}
+
+/** Runners in Linux namespaces through bubblewrap. */
+export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
+  const base = baseArguments(options, existsSync(RESOLVER_FOLDER));
+  return {
+    kind: 'bubblewrap',
+    wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
+      const args = [...base];
+      for (const folder of confinement.readOnly) {
+        const real = realFolder(folder);
+        args.push('--ro-bind', real, real);
+      }
+      for (const folder of confinement.writable) {
+        const real = realFolder(folder);
+        args.push('--bind', real, real);
+      }
+      const cwd = path.resolve(plan.cwd);
+      args.push('--chdir', cwd, '--', ...plan.command);
+      // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
+      return { command: [options.bwrapPath, ...args], cwd, env: plan.env };
+    },
+  };
+}
