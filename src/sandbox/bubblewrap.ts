@@ -1,4 +1,4 @@
-import { existsSync, realpathSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox } from './types.js';
 
@@ -21,6 +21,27 @@ function realFolder(folder: string): string {
   } catch {
     return absolute;
   }
+}
+
+function isProgram(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Fails as a plain spawn would when the program is nowhere to be found: inside, bwrap could only
+ * report it as its own exit code 1. What the sandbox sees is a part of what this process sees.
+ */
+function assertProgramExists(program: string, cwd: string, searchPath: string): void {
+  const found = program.includes('/')
+    ? isProgram(path.resolve(cwd, program))
+    : searchPath.split(':').some((folder) => folder !== '' && isProgram(path.join(folder, program)));
+  if (found) return;
+  throw Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
 }
 
 /**
@@ -46,6 +67,8 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   return {
     kind: 'bubblewrap',
     wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
+      const cwd = path.resolve(plan.cwd);
+      assertProgramExists(plan.command[0] ?? '', cwd, plan.env.PATH ?? '');
       const args = [...base];
       for (const folder of confinement.readOnly) {
         const real = realFolder(folder);
@@ -55,7 +78,6 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
         const real = realFolder(folder);
         args.push('--bind', real, real);
       }
-      const cwd = path.resolve(plan.cwd);
       args.push('--chdir', cwd, '--', ...plan.command);
       // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
       return { command: [options.bwrapPath, ...args], cwd, env: plan.env };

@@ -14,7 +14,10 @@ export interface Confinement {
 
 export interface Sandbox {
   readonly kind: 'bubblewrap' | 'none';
-  /** The plan to spawn instead: for bubblewrap, bwrap's argv wrapping the command; for none, the plan itself. */
+  /**
+   * The plan to spawn instead: for bubblewrap, bwrap's argv wrapping the command; for none, the plan itself.
+   * Throws an ENOENT error, as a spawn would, when the bubblewrap sandbox cannot find the program.
+   */
   wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan;
 }
 

@@ -10,7 +10,7 @@ import { liveEnd, type RunLifecycle, type RunOutcome } from '../runs/lifecycle.j
 import type { RunObserver } from '../runs/observer.js';
 import * as repo from '../runs/repository.js';
 import type { RunIdentity, RunStatus } from '../runs/types.js';
-import type { Sandbox } from '../sandbox/index.js';
+import type { ProcessPlan, Sandbox } from '../sandbox/index.js';
 import { RunEventLog } from './event-log.js';
 import { createInstanceLease, instanceName, LOST_RUN_ERROR } from './instance-lease.js';
 import { type ProcessExit, type RunnerProcess, startRunnerProcess } from './process-runner.js';
@@ -146,6 +146,21 @@ export function createSupervisor(options: SupervisorOptions) {
     return { cwd, scratch: true };
   }
 
+  // sandbox edit (issue 12): only a scratch folder is writable; a version's own cwd stays read-only.
+  function sandboxedPlan(
+    spec: LaunchSpec,
+    prepared: { cwd: string; scratch: boolean },
+  ): ProcessPlan | { error: string } {
+    try {
+      return options.sandbox.wrap(
+        { command: spec.version.command, cwd: prepared.cwd, env: environmentFor(spec) },
+        { writable: prepared.scratch ? [prepared.cwd] : [], readOnly: [] },
+      );
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  }
+
   function onMessage(run: ActiveRun, message: RunnerMessage): void {
     if (run.ending) return;
     switch (message.kind) {
@@ -274,17 +289,14 @@ export function createSupervisor(options: SupervisorOptions) {
     let scratch: string | null = null;
     const prepared = await prepareCwd(spec).catch((error: Error) => ({ error: error.message }));
     if (!('error' in prepared) && prepared.scratch) scratch = prepared.cwd;
+    // sandbox edit (issue 12): the process to start is the sandbox's plan.
+    const plan = 'error' in prepared ? prepared : sandboxedPlan(spec, prepared);
     if (run.ending) {
       // Canceled or stopped while its folder was being made: nothing to start.
       exit = Promise.resolve({ kind: 'spawn_failed', error: 'run ended before it started' });
-    } else if ('error' in prepared) {
-      exit = Promise.resolve({ kind: 'spawn_failed', error: prepared.error });
+    } else if ('error' in plan) {
+      exit = Promise.resolve({ kind: 'spawn_failed', error: plan.error });
     } else {
-      // sandbox edit (issue 12): the plan goes through the sandbox; only a scratch folder is writable.
-      const plan = options.sandbox.wrap(
-        { command: spec.version.command, cwd: prepared.cwd, env: environmentFor(spec) },
-        { writable: prepared.scratch ? [prepared.cwd] : [], readOnly: [] },
-      );
       const proc = startRunnerProcess(
         spawner,
         { ...plan, stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread }) },

@@ -26,7 +26,13 @@ export interface CallOptions {
 
 /** Builds the app on a fresh database, bootstrapped with ADMIN_KEY; env overrides config. */
 export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
-  const config = loadConfig({ BOOTSTRAP_API_KEY: ADMIN_KEY, LOG_LEVEL: 'silent', DATA_DIR: './data-test', ...env });
+  const config = loadConfig({
+    BOOTSTRAP_API_KEY: ADMIN_KEY,
+    LOG_LEVEL: 'silent',
+    DATA_DIR: './data-test',
+    RUNNER_SANDBOX: process.env.RUNNER_SANDBOX,
+    ...env,
+  });
   const database = await createTestDatabase();
   await bootstrapDefaultOrganization(database.handle.db, config.bootstrapApiKey);
   const app = await buildApp({ config, database: database.handle, logger: createLogger(config.logLevel) });
