@@ -9,7 +9,7 @@ export const PROBE = path.resolve(import.meta.dirname, 'fixtures/probe.mjs');
 export const KEY = 'sandbox-test-bootstrap-key-0123456789';
 const TERMINAL = ['succeeded', 'failed', 'canceled'];
 
-export type Json = Record<string, any>;
+export type Json = Record<string, unknown>;
 
 /**
  * A real crewd process (src/server.ts) on its own DATA_DIR, on PGlite or, with TEST_DATABASE_URL,
@@ -21,7 +21,7 @@ export interface SandboxServer {
   call(method: string, url: string, body?: unknown): Promise<Json>;
   /** Deploys `command` as a running version; returns the deployment id. */
   deploy(command: string[], version?: Json): Promise<string>;
-  startRun(deploymentId: string, input?: Json): Promise<Json>;
+  startRun(deploymentId: string, input?: Json): Promise<{ run_id: string; status: string }>;
   waitForRun(runId: string): Promise<Json>;
   stop(): Promise<void>;
 }
@@ -63,11 +63,12 @@ export async function startSandboxServer(env: Record<string, string>): Promise<S
       });
       return deployment.id as string;
     },
-    startRun: (deploymentId, input = {}) => call('POST', '/v1/runs', { deployment_id: deploymentId, input }),
+    startRun: async (deploymentId, input = {}) =>
+      (await call('POST', '/v1/runs', { deployment_id: deploymentId, input })) as { run_id: string; status: string },
     waitForRun: (runId) =>
       until(async () => {
         const run = await call('GET', `/v1/runs/${runId}`);
-        return TERMINAL.includes(run.status) ? run : null;
+        return TERMINAL.includes(run.status as string) ? run : null;
       }, 30_000),
     async stop() {
       server.child.kill('SIGTERM');
