@@ -15,6 +15,7 @@ import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
+import { createMetricsListener } from './metrics/listener.js';
 import { createMetrics } from './metrics/registry.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { countActiveRuns } from './runs/repository.js';
@@ -143,7 +144,14 @@ export async function buildApp({
   app.addHook('onClose', async () => deliveryWorker.stop());
 
   await registerOpenApi(app, VERSION);
-  await app.register(metricsRoutes, { metrics });
+  await app.register(metricsRoutes, { metrics, serveRoute: config.metricsPort === undefined });
+  if (config.metricsPort !== undefined) {
+    const metricsListener = createMetricsListener(metrics, { port: config.metricsPort, host: config.host });
+    app.addHook('onReady', async () => metricsListener.start());
+    app.addHook('onClose', async () => {
+      if (metricsListener.server.listening) await metricsListener.stop();
+    });
+  }
   await app.register(healthRoutes, { db });
   await app.register(authPlugin, { db, keys: caches.apiKeys, rateLimitPerMinute: config.rateLimitPerMinute });
   await app.register(
