@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox } from './types.js';
 
@@ -50,20 +50,23 @@ function assertProgramExists(program: string, cwd: string, searchPath: string): 
  * namespaces; the machine read-only; fresh /proc, /dev and /tmp; /run (service sockets
  * such as PostgreSQL's or Docker's) and DATA_DIR hidden under empty tmpfs.
  */
-function baseArguments(options: BubblewrapOptions, resolverFolder: boolean): string[] {
+function baseArguments(options: BubblewrapOptions): string[] {
   const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
   if (options.network === 'off') args.push('--unshare-net');
   args.push('--die-with-parent', '--cap-drop', 'ALL');
-  args.push('--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run');
+  args.push('--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  if (existsSync('/run')) args.push('--tmpfs', '/run');
   // DNS keeps working on hosts whose /etc/resolv.conf links into /run.
-  if (resolverFolder) args.push('--ro-bind', RESOLVER_FOLDER, RESOLVER_FOLDER);
+  if (existsSync(RESOLVER_FOLDER)) args.push('--ro-bind', RESOLVER_FOLDER, RESOLVER_FOLDER);
+  // The mount point must exist before bwrap makes the root read-only.
+  mkdirSync(options.dataDir, { recursive: true });
   args.push('--tmpfs', realFolder(options.dataDir));
   return args;
 }
 
 /** Runners in Linux namespaces through bubblewrap. */
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
-  const base = baseArguments(options, existsSync(RESOLVER_FOLDER));
+  const base = baseArguments(options);
   return {
     kind: 'bubblewrap',
     wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
