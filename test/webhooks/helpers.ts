@@ -45,6 +45,7 @@ export async function createWebhookTestContext(
     WEBHOOK_RETRY_SCHEDULE: '0.05,0.1,0.2',
     WEBHOOK_TIMEOUT_SECONDS: '5',
     PATH: process.env.PATH ?? '',
+    RUNNER_SANDBOX: process.env.RUNNER_SANDBOX,
     ...env,
   });
   const database = options.database ?? (await createTestDatabase());
