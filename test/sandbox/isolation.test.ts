@@ -125,15 +125,15 @@ describe('runners in the bubblewrap sandbox (a real crewd, RUNNER_SANDBOX=on)', 
     expect(run).toMatchObject({ status: 'succeeded', output: { cwd: CREWS } });
   });
 
-  it('ends the whole process tree on cancel, grandchildren that ignore SIGTERM included', async () => {
-    for (const command of [
-      ['/bin/sh', '-c', 'sleep 1000 & sleep 1001'],
-      [process.execPath, path.join(CREWS, 'grandchild.mjs')],
-    ]) {
-      const crew = await server.deploy(command);
+  it('ends the whole process tree on cancel: grandchildren, those ignoring SIGTERM, those in a session of their own', async () => {
+    for (const [command, descendant] of [
+      [['/bin/sh', '-c', 'sleep 1000 & sleep 1001'], /^sleep 1000$/],
+      [[process.execPath, path.join(CREWS, 'grandchild.mjs')], /setTimeout/],
+      [['/bin/sh', '-c', 'setsid sleep 1003 & sleep 1002'], /^sleep 1003$/],
+    ] as const) {
+      const crew = await server.deploy([...command]);
       const { run_id } = await server.startRun(crew);
-      const descendants = command[0] === '/bin/sh' ? /^sleep 100[01]$/ : /setTimeout/;
-      await until(() => commandsOf(runProcesses(run_id)).filter((line) => descendants.test(line)).length >= 1);
+      await until(() => commandsOf(runProcesses(run_id)).some((line) => descendant.test(line)));
       expect((await server.call('POST', `/v1/runs/${run_id}/cancel`)).status).toBe('canceled');
       await until(() => runProcesses(run_id).length === 0, 20_000);
     }
