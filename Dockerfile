@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 
-# ---- build: compile TypeScript to dist/, build the web console to console/dist/ ----
-FROM node:20-bookworm-slim AS build
+# ---- build: compile TypeScript (src and migrations) to dist/, build the web console to console/dist/ ----
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY scripts ./scripts
@@ -10,24 +10,35 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY migrations ./migrations
 COPY console ./console
-RUN npm run build:console && npm run build && npm prune --omit=dev
+RUN npm run build:console && npm run build
 
-# ---- runtime: production dependencies, compiled code, a non-root user ----
-FROM node:20-bookworm-slim AS runtime
-# python3 lets crews written in Python (standard library) run; tini reaps runner processes.
+# ---- dependencies: production packages only (no tsx, vitest, testcontainers, TypeScript or Biome) ----
+FROM node:24-bookworm-slim AS dependencies
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Biome's binaries are optional dependencies (so that npm ci works on every platform): leave them out too.
+# No scripts: the console is built in the build stage.
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# ---- runtime: compiled code, production packages, a non-root user ----
+FROM node:24-bookworm-slim AS runtime
+# python3, venv and pip build and run Python crews; bubblewrap is the runners' sandbox (RUNNER_SANDBOX);
+# tini reaps orphaned processes.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends python3 tini \
+  && apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap tini ca-certificates \
   && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     PORT=8080 \
     HOST=0.0.0.0 \
     DATA_DIR=/var/lib/crewd
 WORKDIR /app
-COPY --from=build /app/node_modules ./node_modules
+COPY --from=dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/console/dist ./console/dist
 COPY package.json ./
 COPY examples ./examples
+# The crewd Python runner, installed into every Python version's environment by builds.
+COPY runners/python ./runners/python
 RUN mkdir -p /var/lib/crewd && chown node:node /var/lib/crewd
 USER node
 VOLUME ["/var/lib/crewd"]

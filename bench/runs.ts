@@ -13,7 +13,8 @@ import { type Proc, startProcess } from './lib/node-process.js';
 /*
  * `npm run bench -- runs`: the run path end to end on PostgreSQL, each figure against a baseline
  * measured in the same run. crewd runs as its own process (src/server.ts), so its memory can be
- * read alone; this process is the client, over real sockets.
+ * read alone; this process is the client, over real sockets. Runners run in the bubblewrap sandbox
+ * (RUNNER_SANDBOX=on); a second crewd with plain runners measures what the sandbox costs.
  */
 
 const KEY = 'bench-runs-admin-key-0123456789';
@@ -21,7 +22,7 @@ const RUNNER_VARS = ['CREWD_RUN_ID', 'CREWD_DEPLOYMENT_ID', 'CREWD_VERSION_ID', 
 
 type Server = Proc;
 
-function startServer(databaseUrl: string, dataDir: string): Promise<Server> {
+function startServer(databaseUrl: string, dataDir: string, sandbox: 'on' | 'off'): Promise<Server> {
   return startProcess(
     ['--import', 'tsx', 'src/server.ts'],
     {
@@ -30,6 +31,7 @@ function startServer(databaseUrl: string, dataDir: string): Promise<Server> {
       BOOTSTRAP_API_KEY: KEY,
       LOG_LEVEL: 'warn',
       MAX_CONCURRENT_RUNS: '16',
+      RUNNER_SANDBOX: sandbox,
     },
     '/readyz',
   );
@@ -74,18 +76,24 @@ async function inParallel(total: number, width: number, task: (index: number) =>
   );
 }
 
-async function latency(server: Server, trivial: string): Promise<void> {
+/** Runs through the sandboxed crewd, through a plain one, and direct spawns, in turn, so load changes hit all alike. */
+async function latency(server: Server, trivial: string, plain: { server: Server; trivial: string }): Promise<void> {
   const input = { question: 'bench' };
   for (let i = 0; i < 10; i++) {
     await runToComplete(server, trivial, input);
+    await runToComplete(plain.server, plain.trivial, input);
     await spawnCrew('trivial.mjs', input);
   }
   const api: number[] = [];
+  const plainApi: number[] = [];
   const direct: number[] = [];
   for (let i = 0; i < 100; i++) {
     let start = now();
     await runToComplete(server, trivial, input);
     api.push(now() - start);
+    start = now();
+    await runToComplete(plain.server, plain.trivial, input);
+    plainApi.push(now() - start);
     start = now();
     await spawnCrew('trivial.mjs', input);
     direct.push(now() - start);
@@ -93,6 +101,23 @@ async function latency(server: Server, trivial: string): Promise<void> {
   printFigure('run latency, POST to complete, median', median(api), 'ms');
   printFigure('run latency baseline, direct spawn to exit, median', median(direct), 'ms');
   printFigure('run latency ratio (API ÷ direct spawn)', median(api) / median(direct), 'x', { op: '<=', target: 1.3 });
+  printFigure('run latency without the sandbox, POST to complete, median', median(plainApi), 'ms');
+  printFigure('run latency ratio (sandboxed ÷ plain runner)', median(api) / median(plainApi), 'x');
+}
+
+/** The run latency of a crewd whose runners are plain processes, on a database and DATA_DIR of its own. */
+async function withPlainServer(task: (plain: { server: Server; trivial: string }) => Promise<void>): Promise<void> {
+  const scratch = await createScratchDatabase();
+  const dataDir = path.join(tmpdir(), `crewd-bench-runs-plain-${process.pid}`);
+  let server: Server | null = null;
+  try {
+    server = await startServer(scratch.url, dataDir, 'off');
+    await task({ server, trivial: await deployCrew(target(server), 'trivial.mjs') });
+  } finally {
+    await server?.stop();
+    await scratch.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }
 
 async function throughput(server: Server, trivial: string): Promise<void> {
@@ -231,10 +256,12 @@ export async function run(): Promise<void> {
   const dataDir = path.join(tmpdir(), `crewd-bench-runs-${process.pid}`);
   let server: Server | null = null;
   try {
-    server = await startServer(scratch.url, dataDir);
+    server = await startServer(scratch.url, dataDir, 'on');
+    const sandboxed = server;
+    process.stdout.write('runners: bubblewrap sandbox (RUNNER_SANDBOX=on) unless a figure says otherwise\n');
     const trivial = await deployCrew(target(server), 'trivial.mjs');
     const timed = await deployCrew(target(server), 'timed-events.mjs');
-    await latency(server, trivial);
+    await withPlainServer((plain) => latency(sandboxed, trivial, plain));
     await throughput(server, trivial);
     await relay(server, timed);
     await fanOut(server, timed);

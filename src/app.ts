@@ -11,6 +11,7 @@ import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
+import { createMetricsListener } from './metrics/listener.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { runRoutes } from './runs/routes.js';
 import { tableRoutes } from './tables/routes.js';
@@ -46,7 +47,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     reply.header('x-request-id', request.id);
   });
 
-  const composed = composeServices(dependencies);
+  const composed = await composeServices(dependencies);
   const { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches, crons } =
     composed.services;
   app.addHook('onReady', composed.start);
@@ -54,7 +55,14 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   app.addHook('onClose', composed.stop);
 
   await registerOpenApi(app, VERSION);
-  await app.register(metricsRoutes, { metrics: composed.metrics });
+  await app.register(metricsRoutes, { metrics: composed.metrics, serveRoute: config.metricsPort === undefined });
+  if (config.metricsPort !== undefined) {
+    const metricsListener = createMetricsListener(composed.metrics, { port: config.metricsPort, host: config.host });
+    app.addHook('onReady', async () => metricsListener.start());
+    app.addHook('onClose', async () => {
+      if (metricsListener.server.listening) await metricsListener.stop();
+    });
+  }
   await app.register(healthRoutes, { db: database.db });
   await app.register(authPlugin, {
     db: database.db,

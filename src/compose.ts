@@ -15,6 +15,7 @@ import { createInstanceLease, instanceName } from './execution/instance-lease.js
 import type { ProcessLauncher } from './execution/launcher.js';
 import { Peers } from './execution/peers.js';
 import { RunningRuns } from './execution/running-runs.js';
+import { sandboxedLauncher } from './execution/sandboxed-launcher.js';
 import { createSpawner } from './execution/spawner.js';
 import { createWakeUps } from './execution/wake-ups.js';
 import { createMetrics } from './metrics/registry.js';
@@ -23,6 +24,7 @@ import type { RunObserver } from './runs/observer.js';
 import { countActiveRuns } from './runs/repository.js';
 import { createRunService } from './runs/service.js';
 import { createRunStreams } from './runs/streams.js';
+import { createSandbox, type Sandbox } from './sandbox/index.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
 import { takeThreadForRun, threadRunEndHook, threadValuesLoader } from './threads/run-hooks.js';
@@ -55,7 +57,9 @@ export interface ServiceDependencies {
   timings?: Partial<RunTimings> | undefined;
   /** Test knobs of the webhook delivery worker. */
   webhookWorker?: { pollIntervalMs?: number; concurrency?: number } | undefined;
-  /** How runner processes are started; default the plain spawner. */
+  /** How runner processes are isolated; default: decided from RUNNER_SANDBOX and RUNNER_NETWORK. */
+  sandbox?: Sandbox | undefined;
+  /** How runner processes are started; default the spawner, in the sandbox. */
   launcher?: ProcessLauncher | undefined;
   /** Test knobs of the cron scheduler. */
   cronTimings?: Partial<CronTimings> | undefined;
@@ -65,8 +69,16 @@ export interface ServiceDependencies {
  * The composition root: every service built once, from its dependencies, in the order a run
  * uses them. Nothing is installed into a service after it is made.
  */
-export function composeServices({ config, database, logger, ...options }: ServiceDependencies) {
+export async function composeServices({ config, database, logger, ...options }: ServiceDependencies) {
   const { db } = database;
+  const sandbox =
+    options.sandbox ??
+    (await createSandbox({
+      mode: config.runnerSandbox,
+      network: config.runnerNetwork,
+      dataDir: config.dataDir,
+      logger,
+    }));
   const timings = { ...DEFAULT_RUN_TIMINGS, ...options.timings };
   const metrics = createMetrics(() => countActiveRuns(db));
   const observer: RunObserver = {
@@ -122,7 +134,7 @@ export function composeServices({ config, database, logger, ...options }: Servic
     db,
     bus,
     endRecorder,
-    launcher: options.launcher ?? createSpawner(logger),
+    launcher: options.launcher ?? sandboxedLauncher(createSpawner(logger), sandbox),
     running,
     lease,
     peers,
@@ -183,4 +195,4 @@ export function composeServices({ config, database, logger, ...options }: Servic
   };
 }
 
-export type Services = ReturnType<typeof composeServices>;
+export type Services = Awaited<ReturnType<typeof composeServices>>;

@@ -32,6 +32,14 @@ const configSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
   INSTANCE_LEASE_SECONDS: positiveNumber.default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  METRICS_PORT: z.coerce
+    .number({ message: 'must be a number' })
+    .int('must be an integer')
+    .min(1, 'must be a port number')
+    .max(65535, 'must be a port number')
+    .optional(),
+  RUNNER_SANDBOX: z.enum(['auto', 'on', 'off'], { message: 'must be auto, on or off' }).default('auto'),
+  RUNNER_NETWORK: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
   RATE_LIMIT_PER_MINUTE: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).default(0),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
@@ -55,6 +63,12 @@ export interface Config {
   logLevel: ParsedEnv['LOG_LEVEL'];
   /** Requests one API key may make per minute on one instance; 0 turns the limit off. */
   rateLimitPerMinute: number;
+  /** Set: GET /metrics is served on this port (same HOST) and not on PORT. */
+  metricsPort: number | undefined;
+  /** Runners in a bubblewrap sandbox: when available (auto), always (on) or never (off); CONTRACTS §12. */
+  runnerSandbox: ParsedEnv['RUNNER_SANDBOX'];
+  /** Runners share the host's network (on) or get an empty network namespace (off). */
+  runnerNetwork: ParsedEnv['RUNNER_NETWORK'];
   /** PATH handed to runner processes; unset: a default system PATH (src/execution/run-setup.ts). */
   runnerPath: string | undefined;
 }
@@ -87,6 +101,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     instanceLeaseSeconds: parsed.INSTANCE_LEASE_SECONDS,
     logLevel: parsed.LOG_LEVEL,
     rateLimitPerMinute: parsed.RATE_LIMIT_PER_MINUTE,
+    metricsPort: parsed.METRICS_PORT,
+    runnerSandbox: parsed.RUNNER_SANDBOX,
+    runnerNetwork: parsed.RUNNER_NETWORK,
     runnerPath: parsed.PATH,
   };
 }

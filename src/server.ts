@@ -1,6 +1,7 @@
 import { bootstrapDefaultOrganization } from './access/bootstrap.js';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
+import { DataDirInUseError, lockDataDir } from './data-dir-lock.js';
 import { connectDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './logger.js';
@@ -11,6 +12,17 @@ async function main(): Promise<void> {
     config = loadConfig(process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+
+  try {
+    const lock = lockDataDir(config.dataDir);
+    process.once('exit', () => lock.release());
+  } catch (error) {
+    if (error instanceof DataDirInUseError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(1);
     }

@@ -55,7 +55,11 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   }
 
   /** Starts the process in the run's folder; the exit of a run that could not start says why. */
-  async function startProcess(run: ActiveRun, cwd: string): Promise<{ exited: Promise<ProcessExit> }> {
+  async function startProcess(
+    run: ActiveRun,
+    cwd: string,
+    scratch: boolean,
+  ): Promise<{ exited: Promise<ProcessExit> }> {
     const { spec } = run;
     const env = runnerEnvironment(spec, options.runnerPath);
     const missing = missingProgram(spec.version.command, cwd, env.PATH ?? '');
@@ -67,7 +71,8 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         cwd,
         env,
         stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread }),
-        confinement: { writable: [cwd], readOnly: [] },
+        // Only a scratch folder is writable: a version's own cwd may lie anywhere, DATA_DIR included.
+        confinement: { writable: scratch ? [cwd] : [], readOnly: [] },
       },
       { killGraceMs: options.killGraceMs, onMessage: (message) => run.onMessage(message) },
     );
@@ -93,7 +98,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     let exit: Promise<ProcessExit>;
     if (run.ending) exit = Promise.resolve({ kind: 'spawn_failed', error: 'run ended before it started' });
     else if ('error' in folder) exit = Promise.resolve({ kind: 'spawn_failed', error: folder.error });
-    else exit = (await startProcess(run, folder.cwd)).exited;
+    else exit = (await startProcess(run, folder.cwd, folder.scratch)).exited;
 
     const supervised = exit.then(async (result) => {
       try {

@@ -2,8 +2,14 @@ import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Metrics } from './registry.js';
 
-/** `GET /metrics` in Prometheus text format, and request latency for every route. */
-const metricsPlugin: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
+/**
+ * Request latency for every route, and `GET /metrics` in Prometheus text format unless it has a
+ * port of its own (METRICS_PORT, metrics/listener.ts).
+ */
+const metricsPlugin: FastifyPluginAsync<{ metrics: Metrics; serveRoute: boolean }> = async (
+  app,
+  { metrics, serveRoute },
+) => {
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unknown';
     if (route === '/metrics') return;
@@ -13,6 +19,7 @@ const metricsPlugin: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { me
     );
   });
 
+  if (!serveRoute) return;
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();

@@ -19,6 +19,9 @@ describe('configuration', () => {
       instanceLeaseSeconds: 30,
       logLevel: 'info',
       rateLimitPerMinute: 0,
+      metricsPort: undefined,
+      runnerSandbox: 'auto',
+      runnerNetwork: 'on',
     });
   });
 
@@ -37,6 +40,9 @@ describe('configuration', () => {
       WEBHOOK_RETRY_SCHEDULE: '1, 2,3',
       INSTANCE_LEASE_SECONDS: '10',
       LOG_LEVEL: 'debug',
+      METRICS_PORT: '9464',
+      RUNNER_SANDBOX: 'on',
+      RUNNER_NETWORK: 'off',
     });
     expect(config.port).toBe(9000);
     expect(config.host).toBe('127.0.0.1');
@@ -52,6 +58,9 @@ describe('configuration', () => {
     expect(config.instanceLeaseSeconds).toBe(10);
     expect(config.logLevel).toBe('debug');
     expect(config.rateLimitPerMinute).toBe(0);
+    expect(config.metricsPort).toBe(9464);
+    expect(config.runnerSandbox).toBe('on');
+    expect(config.runnerNetwork).toBe('off');
   });
 
   it('derives PUBLIC_URL from PORT', () => {
@@ -71,6 +80,9 @@ describe('configuration', () => {
     ['WEBHOOK_RETRY_SCHEDULE', '5,x,10'],
     ['INSTANCE_LEASE_SECONDS', '0'],
     ['LOG_LEVEL', 'loud'],
+    ['METRICS_PORT', '0'],
+    ['RUNNER_SANDBOX', 'maybe'],
+    ['RUNNER_NETWORK', 'true'],
   ])('refuses a bad %s with one line naming it', (name, value) => {
     let error: unknown;
     try {

@@ -54,6 +54,8 @@ export function testConfig(env: Record<string, string> = {}): Config {
     LOG_LEVEL: 'silent',
     DATA_DIR: './data-test',
     PATH: process.env.PATH ?? '',
+    // The suite runs sandboxed where bubblewrap works (auto), and plain with RUNNER_SANDBOX=off.
+    RUNNER_SANDBOX: process.env.RUNNER_SANDBOX,
     ...env,
   });
 }

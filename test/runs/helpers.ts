@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunTimings } from '../../src/compose.js';
@@ -139,4 +139,23 @@ export function processGone(pid: number): boolean {
   } catch {
     return true;
   }
+}
+
+/**
+ * Host pids of the live processes started for a run: the runner, its children and, in the
+ * sandbox, bwrap. All carry the run's CREWD_RUN_ID; a pid a runner reports about itself is only
+ * meaningful inside its own PID namespace.
+ */
+export function runProcesses(runId: string): number[] {
+  const marker = `\0CREWD_RUN_ID=${runId}\0`;
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (`\0${readFileSync(`/proc/${entry}/environ`, 'latin1')}`.includes(marker)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return pids.filter((pid) => !processGone(pid));
 }

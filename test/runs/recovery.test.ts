@@ -11,8 +11,8 @@ import {
   createRunContext,
   crew,
   deploy,
-  processGone,
   type RunContext,
+  runProcesses,
   startRun,
   until,
   waitForRun,
@@ -95,10 +95,11 @@ describe('restart and lost runs', () => {
         .where('type', '=', 'log')
         .executeTakeFirst(),
     );
-    const pid = (pidEvent.data as { pid: number }).pid;
+    expect(pidEvent.data).toHaveProperty('pid');
+    expect(runProcesses(running.run_id)).not.toEqual([]);
 
     await ctx.app.close();
-    expect(processGone(pid)).toBe(true);
+    expect(runProcesses(running.run_id)).toEqual([]);
     const db = ctx.database.handle.db;
     const after = await db
       .selectFrom('runs')

@@ -8,9 +8,9 @@ import {
   crew,
   dataOf,
   deploy,
-  processGone,
   type RunContext,
   readStream,
+  runProcesses,
   type SseMessage,
   startRun,
   until,
@@ -41,6 +41,9 @@ describe('run supervisor and runner protocol', () => {
     const run = await waitForRun(ctx, run_id);
     expect(run.status).toBe('succeeded');
     const report = run.output;
+    // In the bubblewrap sandbox bwrap also sets PWD, the working folder (no secret of the service).
+    if (report.env.PWD !== undefined) expect(report.env.PWD).toBe(report.cwd);
+    delete report.env.PWD;
     expect(Object.keys(report.env).sort()).toEqual(
       [
         'API_TOKEN',
@@ -183,8 +186,7 @@ describe('run supervisor and runner protocol', () => {
     const { run_id } = await startRun(ctx, deploymentId, { ignore_sigterm: true });
     const run = await waitForRun(ctx, run_id);
     expect(run).toMatchObject({ status: 'failed', error_message: 'Run timed out after 0.5 seconds' });
-    const started = (await eventsOf(ctx, run_id)).find((event) => event.type === 'log') as { data: { pid: number } };
-    await until(() => processGone(started.data.pid));
+    await until(() => runProcesses(run_id).length === 0);
   });
 
   it('cancels at once and leaves no process behind, grandchildren included', async () => {
@@ -193,15 +195,15 @@ describe('run supervisor and runner protocol', () => {
     const isSpawned = (message: SseMessage) =>
       (message.data as { data?: { message?: string } } | undefined)?.data?.message === 'spawned';
     const stream = await readStream(`${ctx.baseUrl}/v1/runs/${run_id}/events`, { stopWhen: isSpawned });
-    const spawned = stream.messages.find(isSpawned)?.data as { data: { pid: number; grandchild_pid: number } };
-    const { pid, grandchild_pid } = spawned.data;
-    expect(processGone(grandchild_pid)).toBe(false);
+    expect(stream.messages.some(isSpawned)).toBe(true);
+    // The runner and its grandchild, at least (bwrap's own processes too, in the sandbox).
+    expect(runProcesses(run_id).length).toBeGreaterThanOrEqual(2);
 
     const cancel = await ctx.call('POST', `/v1/runs/${run_id}/cancel`);
     expect(cancel.json()).toEqual({ success: true, status: 'canceled' });
     expect((await ctx.call('GET', `/v1/runs/${run_id}`)).json().status).toBe('canceled');
     // The grandchild ignores SIGTERM: only the SIGKILL after the grace ends it.
-    await until(() => processGone(pid) && processGone(grandchild_pid));
+    await until(() => runProcesses(run_id).length === 0);
     const events = await eventsOf(ctx, run_id);
     expect(events.at(-2)).toEqual({ type: 'run.canceled', data: { status: 'canceled' } });
     expect(events.at(-1)).toEqual({ type: 'complete', status: 'canceled', output: null, error: null });

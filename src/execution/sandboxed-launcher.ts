@@ -1,0 +1,20 @@
+import type { Sandbox } from '../sandbox/index.js';
+import type { ProcessLauncher } from './launcher.js';
+
+/** A launcher whose processes start in the sandbox (CONTRACTS §12): each request's plan is wrapped first. */
+export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox): ProcessLauncher {
+  if (sandbox.kind === 'none') return inner;
+  return {
+    start: () => inner.start(),
+    stop: () => inner.stop(),
+    async launch(request) {
+      let plan: ReturnType<Sandbox['wrap']>;
+      try {
+        plan = sandbox.wrap({ command: request.command, cwd: request.cwd, env: request.env }, request.confinement);
+      } catch (error) {
+        return { error: error instanceof Error ? error.message : String(error) };
+      }
+      return inner.launch({ ...request, ...plan });
+    },
+  };
+}

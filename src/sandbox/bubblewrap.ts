@@ -1,0 +1,89 @@
+import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox } from './types.js';
+
+/** Where systemd-resolved keeps the resolv.conf that /etc/resolv.conf may point to. */
+const RESOLVER_FOLDER = '/run/systemd/resolve';
+
+export interface BubblewrapOptions {
+  /** Absolute path of the bwrap binary. */
+  bwrapPath: string;
+  network: RunnerNetwork;
+  /** crewd's data folder, hidden from runners except for the folders bound back in. */
+  dataDir: string;
+}
+
+/** The folder's real path, so a bind lands where the hidden folder's symlinks lead. */
+function realFolder(folder: string): string {
+  const absolute = path.resolve(folder);
+  try {
+    return realpathSync(absolute);
+  } catch {
+    return absolute;
+  }
+}
+
+function isProgram(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Fails as a plain spawn would when the program is nowhere to be found: inside, bwrap could only
+ * report it as its own exit code 1. What the sandbox sees is a part of what this process sees.
+ */
+function assertProgramExists(program: string, cwd: string, searchPath: string): void {
+  const found = program.includes('/')
+    ? isProgram(path.resolve(cwd, program))
+    : searchPath.split(':').some((folder) => folder !== '' && isProgram(path.join(folder, program)));
+  if (found) return;
+  throw Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
+}
+
+/**
+ * The namespaces and mounts every runner gets (CONTRACTS §12), before its own folders:
+ * its own user (all capabilities dropped, so it cannot undo a mount), PID, IPC and UTS
+ * namespaces; the machine read-only; fresh /proc, /dev and /tmp; /run (service sockets
+ * such as PostgreSQL's or Docker's) and DATA_DIR hidden under empty tmpfs.
+ */
+function baseArguments(options: BubblewrapOptions): string[] {
+  const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
+  if (options.network === 'off') args.push('--unshare-net');
+  args.push('--die-with-parent', '--cap-drop', 'ALL');
+  args.push('--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  if (existsSync('/run')) args.push('--tmpfs', '/run');
+  // DNS keeps working on hosts whose /etc/resolv.conf links into /run.
+  if (existsSync(RESOLVER_FOLDER)) args.push('--ro-bind', RESOLVER_FOLDER, RESOLVER_FOLDER);
+  // The mount point must exist before bwrap makes the root read-only.
+  mkdirSync(options.dataDir, { recursive: true });
+  args.push('--tmpfs', realFolder(options.dataDir));
+  return args;
+}
+
+/** Runners in Linux namespaces through bubblewrap. */
+export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
+  const base = baseArguments(options);
+  return {
+    kind: 'bubblewrap',
+    wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
+      const cwd = path.resolve(plan.cwd);
+      assertProgramExists(plan.command[0] ?? '', cwd, plan.env.PATH ?? '');
+      const args = [...base];
+      for (const folder of confinement.readOnly) {
+        const real = realFolder(folder);
+        args.push('--ro-bind', real, real);
+      }
+      for (const folder of confinement.writable) {
+        const real = realFolder(folder);
+        args.push('--bind', real, real);
+      }
+      args.push('--chdir', cwd, '--', ...plan.command);
+      // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
+      return { command: [options.bwrapPath, ...args], cwd, env: plan.env };
+    },
+  };
+}
