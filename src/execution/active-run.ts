@@ -21,6 +21,8 @@ export class ActiveRun {
   process: RunnerProcess | null = null;
   /** The run's end is being written (or was): later output and exits change nothing. */
   ending = false;
+  /** The run's end is committed: streams read it from the store, though its process may still be going. */
+  ended = false;
   private report: RunnerReport | null = null;
   private timedOut = false;
   /** The runner gave its result but did not exit within the grace, so it was stopped. */

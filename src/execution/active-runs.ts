@@ -51,6 +51,9 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       seq: nextSeq,
       unstored,
       identity: run.identity,
+      committed: () => {
+        run.ended = true;
+      },
     });
   }
 

@@ -36,9 +36,9 @@ export class RunningRuns {
     return this.runs.size;
   }
 
-  /** For the bus: the run's owner and its recent events, if it runs here. */
+  /** For the bus: the run's owner and its recent events, while it runs here and has not ended. */
   liveState(runId: string): LiveRunState | null {
     const run = this.runs.get(runId);
-    return run ? { orgId: run.orgId, backlog: run.log.backlog() } : null;
+    return run && !run.ended ? { orgId: run.orgId, backlog: run.log.backlog() } : null;
   }
 }

@@ -58,6 +58,8 @@ export interface EndRequest {
   unstored?: readonly repo.EventRow[];
   /** The owner's knowledge of the run, so that hooks which do not apply are skipped. */
   identity?: RunIdentity;
+  /** Told once the end has committed, before it is published. */
+  committed?: () => void;
 }
 
 /**
@@ -138,6 +140,7 @@ export function createEndRecorder(options: {
             ? await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit))
             : await endWith(db, [], request, afterCommit);
         if (!ended) return null;
+        request.committed?.();
         for (const followUp of afterCommit) followUp();
         options.observer?.runFinished?.(ended.end.status);
         bus.publish(request.runId, liveEnd(ended));

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -168,9 +168,7 @@ describe('run supervisor and runner protocol', () => {
   });
 
   it("fails a Node crew that throws with its error, not Node's version line", async () => {
-    const script = path.join(ctx.config.dataDir, 'throws.mjs');
-    writeFileSync(script, "throw new TypeError('the crew broke');\n");
-    const { deploymentId } = await deploy(ctx, [process.execPath, script]);
+    const { deploymentId } = await deploy(ctx, crew('throwing.mjs'));
     const run = await waitForRun(ctx, (await startRun(ctx, deploymentId)).run_id);
     expect(run.error_message).toMatch(/^Runner exited with code 1: TypeError: the crew broke/);
   });

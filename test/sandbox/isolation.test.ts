@@ -144,7 +144,7 @@ describe('runners in the bubblewrap sandbox (a real crewd, RUNNER_SANDBOX=on)', 
     const run = await server.waitForRun((await server.startRun(crew)).run_id);
     expect(run).toMatchObject({
       status: 'failed',
-      error_message: 'Failed to start runner: spawn /no/such/program ENOENT',
+      error_message: 'Failed to start runner: program /no/such/program not found or not executable',
     });
   });
 });
