@@ -104,7 +104,11 @@ export async function buildApp({
     await listener?.stop();
   });
   const tables = createTableService(db);
-  const rows = createRowService(db);
+  const rows = createRowService(db, {
+    backend: database.backend,
+    indexMinRows: config.tableIndexMinRows,
+    logger,
+  }); // tables: filter indexes (branch tables)
   const deliveryWorker = createDeliveryWorker({
     database,
     logger,

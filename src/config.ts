@@ -32,6 +32,11 @@ const configSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
   INSTANCE_LEASE_SECONDS: positiveNumber.default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TABLE_INDEX_MIN_ROWS: z.coerce
+    .number({ message: 'must be a number' })
+    .int('must be an integer')
+    .min(0, 'must be 0 or more')
+    .default(10_000),
   RATE_LIMIT_PER_MINUTE: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).default(0),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
@@ -55,6 +60,8 @@ export interface Config {
   logLevel: ParsedEnv['LOG_LEVEL'];
   /** Requests one API key may make per minute on one instance; 0 turns the limit off. */
   rateLimitPerMinute: number;
+  /** Tables with fewer rows get no indexes built for their repeated filters. */
+  tableIndexMinRows: number;
   /** PATH handed to runner processes; unset: the supervisor's default system PATH. */
   runnerPath: string | undefined;
 }
@@ -87,6 +94,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     instanceLeaseSeconds: parsed.INSTANCE_LEASE_SECONDS,
     logLevel: parsed.LOG_LEVEL,
     rateLimitPerMinute: parsed.RATE_LIMIT_PER_MINUTE,
+    tableIndexMinRows: parsed.TABLE_INDEX_MIN_ROWS,
     runnerPath: parsed.PATH,
   };
 }

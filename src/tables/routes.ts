@@ -32,6 +32,7 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
 ) => {
   const tags = ['tables'];
   const rowTags = ['rows'];
+  app.addHook('onClose', () => rows.close());
 
   app.get(
     '/tables',

@@ -1,11 +1,15 @@
 import type { Kysely, Transaction } from 'kysely';
 import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import type { Backend } from '../db/connect.js';
 import type { Database } from '../db/types.js';
 import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { columnsByName } from './columns.js';
 import type { StoredColumn } from './db-types.js';
 import { compileFilter, tableFields } from './filter.js';
+import { type IndexPlan, indexPlanFor, matchesAll } from './filter-shape.js';
+import { createIndexAdvisor } from './index-advisor.js';
 import * as repo from './repository.js';
 import { checkInsertRow, checkRowPatch, MAX_BATCH_ROWS } from './row-body.js';
 import { newRowIds } from './row-ids.js';
@@ -89,17 +93,39 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 
 const DEFINITION_CACHE_SIZE = 1000;
 
-function pageQuery(table: repo.TableRecord, input: QueryInput): rows.PageQuery {
+/** The statement's parts, and the index its filter shape would want. */
+function pageQuery(table: repo.TableRecord, input: QueryInput): rows.PageQuery & { index: IndexPlan | undefined } {
   const fields = tableFields(table.columns);
   const where =
     input.filter === undefined || input.filter === null ? sql<boolean>`true` : compileFilter(input.filter, fields);
   const sortName = input.sort_by ?? 'created_at';
   const sort = fields.get(sortName);
   if (!sort) throw badRequest(`sort_by: unknown column "${sortName}"`);
-  return { where, sortIdent: sort.ident, direction: input.sort_direction, limit: input.limit, offset: input.offset };
+  return {
+    where,
+    matchesAll: matchesAll(input.filter),
+    sortIdent: sort.ident,
+    direction: input.sort_direction,
+    limit: input.limit,
+    offset: input.offset,
+    index: indexPlanFor(input.filter, fields, sort),
+  };
 }
 
-export function createRowService(db: Kysely<Database>) {
+export interface RowServiceOptions {
+  backend: Backend;
+  /** Tables with fewer rows get no indexes built for their filters (TABLE_INDEX_MIN_ROWS). */
+  indexMinRows: number;
+  logger: Logger;
+}
+
+export function createRowService(db: Kysely<Database>, options: RowServiceOptions) {
+  const indexes = createIndexAdvisor(db, {
+    backend: options.backend,
+    minRows: options.indexMinRows,
+    logger: options.logger,
+  });
+
   /** Reads run without locks; a definition change in between is retried with the new catalog. */
   async function withTable<T>(orgId: string, tableId: string, read: (table: repo.TableRecord) => Promise<T>) {
     for (let attempt = 1; ; attempt++) {
@@ -143,6 +169,9 @@ export function createRowService(db: Kysely<Database>) {
   }
 
   return {
+    /** Waits for a filter index being built, if any. */
+    close: () => indexes.close(),
+
     /**
      * The hot path: the API key lookup plus one statement. The table's definition comes from a
      * per-process cache and is trusted only when the statement, in the same snapshot, reads the
@@ -162,7 +191,7 @@ export function createRowService(db: Kysely<Database>) {
           definitions.delete(key);
           return attempt < 4;
         };
-        let plan: rows.PageQuery;
+        let plan: ReturnType<typeof pageQuery>;
         try {
           plan = pageQuery(table, input);
         } catch (error) {
@@ -181,6 +210,7 @@ export function createRowService(db: Kysely<Database>) {
           if (retry()) continue;
           throw new Error(`table ${table.id} kept changing while being read`);
         }
+        indexes.note({ id: table.id, row_count: page.rowCount }, plan.index);
         return {
           rows: page.records.map((record) => toRow(table.columns, record)),
           total: page.total,
