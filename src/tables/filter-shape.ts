@@ -103,10 +103,11 @@ export function indexPlanFor(filter: unknown, fields: Map<string, Field>, sort: 
   const withRole = (role: Role) => [...shape.roles].filter(([, r]) => r === role).map(([ident]) => ident);
   const pinned = withRole('pinned').sort();
   const ranged = withRole('ranged').sort();
+  // Nothing narrows the rows: the count would read the whole index anyway.
+  if (pinned.length === 0 && ranged.length === 0) return undefined;
   const sortable = INDEXABLE.has(sort.type) && !pinned.includes(sort.ident);
   const next = sortable && (ranged.length === 0 || ranged.includes(sort.ident)) ? sort.ident : ranged[0];
   const key = next === undefined ? pinned : [...pinned, next];
-  if (key.length === 0) return undefined;
   shape.fields.set(sort.ident, sort);
   const include = [...shape.roles.keys()].filter((ident) => !key.includes(ident)).sort();
   const all = [...key, ...include];
