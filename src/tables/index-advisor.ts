@@ -160,6 +160,10 @@ export function createIndexAdvisor(db: Kysely<Database>, options: IndexAdvisorOp
   return {
     note,
     sweep,
+    /** Resolves once every build asked for so far is done. */
+    async idle(): Promise<void> {
+      while (working) await working;
+    },
     /** Waits for the build under way, if any; nothing new starts. */
     async close(): Promise<void> {
       closed = true;
