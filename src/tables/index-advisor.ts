@@ -120,6 +120,9 @@ export function createIndexAdvisor(db: Kysely<Database>, options: IndexAdvisorOp
     const include = build.plan.include.length > 0 ? sql`include (${sql.join(build.plan.include.map(column))})` : sql``;
     await sql`create index ${concurrently} if not exists ${sql.id(name)} on ${tableRef(build.tableId)}
       (${sql.join(build.plan.key.map(column))}) ${include}`.execute(conn);
+    // The embedded database has no autovacuum: without statistics the planner would not pick the
+    // index, and without a visibility map a count would still read the table.
+    if (!postgres) await sql`vacuum (analyze) ${tableRef(build.tableId)}`.execute(conn);
     options.logger.info({ table: build.tableId, index: name }, 'built an index for a repeated filter');
     return 'built';
   }

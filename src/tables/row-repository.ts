@@ -89,6 +89,13 @@ export interface PageQuery {
   direction: 'asc' | 'desc';
   limit: number;
   offset: number;
+  /** A total counted before, and the `data_version` it was counted at. */
+  known: KnownTotal | undefined;
+}
+
+export interface KnownTotal {
+  version: number;
+  total: number;
 }
 
 /**
@@ -97,15 +104,16 @@ export interface PageQuery {
  * definition can be checked. The total is counted only when nothing cheaper proves it: an empty
  * filter takes the catalog's `row_count` (kept exact in every write's transaction), and a page
  * shorter than the limit that holds rows (or starts at offset 0) ends the matches, so the total is
- * offset + its length. PostgreSQL runs an uncorrelated subquery only when a CASE branch reaches
- * it, so the count not needed is never run.
+ * offset + its length, and a total counted before holds while the table's `data_version` is the
+ * one it was counted at (every row write bumps it in its own transaction). PostgreSQL runs an
+ * uncorrelated subquery only when a CASE branch reaches it, so the count not needed is never run.
  */
 export async function queryPage(
   db: Db,
   table: { id: string; orgId: string },
   columns: StoredColumn[],
   query: PageQuery,
-): Promise<{ records: RowRecord[]; total: number; revision: number | null; rowCount: number }> {
+): Promise<{ records: RowRecord[]; total: number; revision: number | null; rowCount: number; dataVersion: number }> {
   const direction = sql.raw(query.direction);
   const sort = sql.id(safeIdentifier(query.sortIdent));
   const catalog = sql`from tables where id = ${table.id} and org_id = ${table.orgId}`;
@@ -113,18 +121,23 @@ export async function queryPage(
   const counted = query.matchesAll
     ? sql`(select row_count ${catalog})`
     : sql`(select count(*) from ${tableRef(table.id)} where ${query.where})`;
-  const result = await sql<RowRecord & { _total: number; _revision: number | null; _rows: number | null }>`
+  const known = query.known ?? { version: -1, total: 0 };
+  const result = await sql<
+    RowRecord & { _total: number; _revision: number | null; _rows: number | null; _version: number | null }
+  >`
     with page as (
       select ${selectList(columns)} from ${tableRef(table.id)}
       where ${query.where}
       order by ${sort} ${direction}, id ${direction}
       limit ${query.limit} offset ${query.offset}
     )
-    select p.*, c._total, c._revision, c._rows
+    select p.*, c._total, c._revision, c._rows, c._version
     from (
       select (select revision ${catalog}) as _revision, (select row_count ${catalog}) as _rows,
+        (select data_version ${catalog}) as _version,
         case when ${shown} < ${query.limit}::int8 and (${shown} > 0 or ${query.offset}::int8 = 0)
           then ${query.offset}::int8 + ${shown}
+          when (select data_version ${catalog}) = ${known.version}::int8 then ${known.total}::int8
           else ${counted}::int8 end as _total
     ) c
     left join page p on true`.execute(db);
@@ -135,6 +148,7 @@ export async function queryPage(
     total: Number(first?._total ?? 0),
     revision: first?._revision ?? null,
     rowCount: Number(first?._rows ?? 0),
+    dataVersion: Number(first?._version ?? -1),
   };
 }
 

@@ -10,6 +10,7 @@ import type { StoredColumn } from './db-types.js';
 import { compileFilter, tableFields } from './filter.js';
 import { type IndexPlan, indexPlanFor, matchesAll } from './filter-shape.js';
 import { createIndexAdvisor } from './index-advisor.js';
+import { createKnownTotals } from './known-totals.js';
 import * as repo from './repository.js';
 import { checkInsertRow, checkRowPatch, MAX_BATCH_ROWS } from './row-body.js';
 import { newRowIds } from './row-ids.js';
@@ -94,7 +95,11 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 const DEFINITION_CACHE_SIZE = 1000;
 
 /** The statement's parts, and the index its filter shape would want. */
-function pageQuery(table: repo.TableRecord, input: QueryInput): rows.PageQuery & { index: IndexPlan | undefined } {
+function pageQuery(
+  table: repo.TableRecord,
+  input: QueryInput,
+  known: rows.KnownTotal | undefined,
+): rows.PageQuery & { index: IndexPlan | undefined } {
   const fields = tableFields(table.columns);
   const where =
     input.filter === undefined || input.filter === null ? sql<boolean>`true` : compileFilter(input.filter, fields);
@@ -108,6 +113,7 @@ function pageQuery(table: repo.TableRecord, input: QueryInput): rows.PageQuery &
     direction: input.sort_direction,
     limit: input.limit,
     offset: input.offset,
+    known,
     index: indexPlanFor(input.filter, fields, sort),
   };
 }
@@ -153,6 +159,8 @@ export function createRowService(db: Kysely<Database>, options: RowServiceOption
     });
   }
 
+  const totals = createKnownTotals();
+
   /** Table definitions by `org/table`, checked against the catalog revision on every use. */
   const definitions = new Map<string, repo.TableRecord>();
   function remember(key: string, table: repo.TableRecord) {
@@ -192,8 +200,10 @@ export function createRowService(db: Kysely<Database>, options: RowServiceOption
           return attempt < 4;
         };
         let plan: ReturnType<typeof pageQuery>;
+        let totalKey: string;
         try {
-          plan = pageQuery(table, input);
+          totalKey = totals.keyOf(table.id, table.revision, input.filter);
+          plan = pageQuery(table, input, totals.get(totalKey));
         } catch (error) {
           // A column a cached definition lacks may have been added since: check with the catalog first.
           if (cached && retry()) continue;
@@ -211,6 +221,7 @@ export function createRowService(db: Kysely<Database>, options: RowServiceOption
           throw new Error(`table ${table.id} kept changing while being read`);
         }
         indexes.note({ id: table.id, row_count: page.rowCount }, plan.index);
+        totals.set(totalKey, { version: page.dataVersion, total: page.total });
         return {
           rows: page.records.map((record) => toRow(table.columns, record)),
           total: page.total,
