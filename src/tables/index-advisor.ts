@@ -75,7 +75,9 @@ export function createIndexAdvisor(db: Kysely<Database>, options: IndexAdvisorOp
         if (outcome === 'busy') uses.delete(build.key);
         else settled.set(build.key, Date.now() + SETTLED_FOR_MS);
       } catch (error) {
-        uses.delete(build.key);
+        // Not retried at once: a build that fails may well fail again.
+        settled.set(build.key, Date.now() + SETTLED_FOR_MS);
+        if (closed) return;
         options.logger.warn({ err: error, table: build.tableId }, 'building an index for a filter failed');
       }
     }
@@ -84,6 +86,9 @@ export function createIndexAdvisor(db: Kysely<Database>, options: IndexAdvisorOp
   function indexName(build: Build): string {
     return safeIdentifier(`${build.tableId}_${build.plan.suffix}`);
   }
+
+  /** The server process of the build under way, so closing can cancel a build that waits or runs long. */
+  let buildBackend: number | undefined;
 
   async function buildIndex(build: Build): Promise<'built' | 'exists' | 'bounded' | 'busy'> {
     return db.connection().execute(async (conn) => {
@@ -118,8 +123,16 @@ export function createIndexAdvisor(db: Kysely<Database>, options: IndexAdvisorOp
     else if (existing.rows.length >= MAX_SHAPE_INDEXES) return 'bounded';
     const column = (ident: string) => sql.id(safeIdentifier(ident));
     const include = build.plan.include.length > 0 ? sql`include (${sql.join(build.plan.include.map(column))})` : sql``;
-    await sql`create index ${concurrently} if not exists ${sql.id(name)} on ${tableRef(build.tableId)}
-      (${sql.join(build.plan.key.map(column))}) ${include}`.execute(conn);
+    if (postgres) {
+      const backend = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
+      buildBackend = backend.rows[0]?.pid;
+    }
+    try {
+      await sql`create index ${concurrently} if not exists ${sql.id(name)} on ${tableRef(build.tableId)}
+        (${sql.join(build.plan.key.map(column))}) ${include}`.execute(conn);
+    } finally {
+      buildBackend = undefined;
+    }
     // The embedded database has no autovacuum: without statistics the planner would not pick the
     // index, and without a visibility map a count would still read the table.
     if (!postgres) await sql`vacuum (analyze) ${tableRef(build.tableId)}`.execute(conn);
@@ -167,10 +180,14 @@ export function createIndexAdvisor(db: Kysely<Database>, options: IndexAdvisorOp
     async idle(): Promise<void> {
       while (working) await working;
     },
-    /** Waits for the build under way, if any; nothing new starts. */
+    /**
+     * Nothing new starts; a build under way is cancelled (the invalid index it leaves is dropped and
+     * rebuilt by a later attempt) and waited for.
+     */
     async close(): Promise<void> {
       closed = true;
       clearInterval(timer);
+      if (buildBackend !== undefined) await sql`select pg_cancel_backend(${buildBackend})`.execute(db);
       await working;
     },
   };
