@@ -31,8 +31,7 @@ function alreadyIndexed(field: Field): boolean {
   return field.ident !== 'updated_at' && field.type !== 'id' && INDEXED_TYPES.has(field.type);
 }
 
-const PINNING = new Set(['eq', 'in', 'is_null']);
-const RANGING = new Set(['gt', 'gte', 'lt', 'lte', 'is_not_null']);
+const RANGING = new Set(['gt', 'gte', 'lt', 'lte']);
 
 type Role = 'pinned' | 'ranged' | 'read';
 
@@ -57,14 +56,15 @@ function note(shape: Shape, field: Field | undefined, role: Role): void {
   if (!before || RANK[role] > RANK[before]) shape.roles.set(field.ident, role);
 }
 
-function roleOf(condition: Record<string, unknown>): Role {
-  const { operator, value } = condition;
-  if (operator === 'eq' && value === null) return 'pinned';
-  if (operator === 'neq' && value === null) return 'ranged';
-  if (operator === 'in' && Array.isArray(value) && !value.includes(null)) return 'pinned';
-  if (PINNING.has(operator as string) && operator !== 'in') return 'pinned';
-  if (RANGING.has(operator as string)) return 'ranged';
-  return 'read';
+function roleOf({ operator, value }: Record<string, unknown>): Role {
+  if (operator === 'is_null') return 'pinned';
+  if (operator === 'is_not_null') return 'ranged';
+  // `eq null` is `is null`, `neq null` is `is not null`.
+  if (value === null) return operator === 'eq' ? 'pinned' : operator === 'neq' ? 'ranged' : 'read';
+  // A null in the list makes it `= any(...) or is null`, which no single range of an index holds.
+  if (operator === 'in') return Array.isArray(value) && !value.includes(null) ? 'pinned' : 'read';
+  if (operator === 'eq') return 'pinned';
+  return RANGING.has(operator as string) ? 'ranged' : 'read';
 }
 
 /** Conditions of the outer `and` pin or range; anything under an `or` or deeper is only read. */
