@@ -19,6 +19,7 @@ describe('configuration', () => {
       instanceLeaseSeconds: 30,
       logLevel: 'info',
       rateLimitPerMinute: 0,
+      tableIndexMinRows: 10_000,
     });
   });
 
@@ -37,6 +38,7 @@ describe('configuration', () => {
       WEBHOOK_RETRY_SCHEDULE: '1, 2,3',
       INSTANCE_LEASE_SECONDS: '10',
       LOG_LEVEL: 'debug',
+      TABLE_INDEX_MIN_ROWS: '0',
     });
     expect(config.port).toBe(9000);
     expect(config.host).toBe('127.0.0.1');
@@ -52,6 +54,8 @@ describe('configuration', () => {
     expect(config.instanceLeaseSeconds).toBe(10);
     expect(config.logLevel).toBe('debug');
     expect(config.rateLimitPerMinute).toBe(0);
+    expect(config.tableIndexMinRows).toBe(0);
+    expect(() => loadConfig({ TABLE_INDEX_MIN_ROWS: '-1' })).toThrow('TABLE_INDEX_MIN_ROWS must be 0 or more');
   });
 
   it('derives PUBLIC_URL from PORT', () => {
