@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { createLogger } from '../../src/logger.js';
 import { compileFilter, tableFields } from '../../src/tables/filter.js';
 import { tableRef } from '../../src/tables/physical.js';
 import { findTable } from '../../src/tables/repository.js';
-import { createTestContext, type TestContext } from '../helpers/app.js';
+import { ADMIN_KEY, createTestContext, type TestContext } from '../helpers/app.js';
 import { createTable, insertRows, query } from './helpers.js';
 
 /**
@@ -201,5 +203,33 @@ describe('totals and pages stay the same as a plain scan', () => {
     expect(deleted.statusCode, deleted.body).toBe(200);
     expect(deleted.json().deleted).toBeGreaterThan(0);
     await expectSameAnswers('after writes');
+  });
+
+  it('after a write through another instance on the same database', async () => {
+    const other = await buildApp({ config: ctx.config, database: ctx.database.handle, logger: createLogger('silent') });
+    try {
+      await other.ready();
+      const input: Case = {
+        filter: { and: [{ column: 'stage', operator: 'eq', value: 'lead' }] },
+        sort_by: 'score',
+        sort_direction: 'desc',
+        limit: 5,
+        offset: 0,
+      };
+      const before = await query(ctx, tableId, input);
+      expect((await query(ctx, tableId, input)).total).toBe(before.total);
+      const inserted = await other.inject({
+        method: 'POST',
+        url: `/v1/tables/${tableId}/rows`,
+        headers: { authorization: `Bearer ${ADMIN_KEY}` },
+        payload: [{ stage: 'lead' }, { stage: 'lead' }],
+      });
+      expect(inserted.statusCode, inserted.body).toBe(201);
+      const after = await query(ctx, tableId, input);
+      expect(after.total).toBe(before.total + 2);
+      expect(after.total).toBe((await plainScan(input)).total);
+    } finally {
+      await other.close();
+    }
   });
 });
