@@ -177,7 +177,7 @@ export function createRowService(db: Kysely<Database>, options: RowServiceOption
   }
 
   return {
-    /** Waits for a filter index being built, if any. */
+    /** Stops building filter indexes: one under way is cancelled and waited for. */
     close: () => indexes.close(),
 
     /**
