@@ -403,6 +403,7 @@ function report(prefix: string, f: Figures, goals: boolean): void {
   printFigure(`${prefix}.query_latency_api_median`, f.apiLatency, 'ms');
   printFigure(`${prefix}.query_latency_api_first_median`, f.apiFirstLatency, 'ms');
   printFigure(`${prefix}.query_latency_api_after_write_median`, f.apiAfterWriteLatency, 'ms');
+  printFigure(`${prefix}.query_latency_plain_rows_only_after_write_median`, f.plainRowsOnlyAfterWriteLatency, 'ms');
   printFigure(`${prefix}.query_latency_plain_median`, f.plainLatency, 'ms');
   printFigure(`${prefix}.query_latency_plain_rows_only_median`, f.plainRowsOnlyLatency, 'ms');
   printFigure(`${prefix}.query_throughput_api`, f.apiRps, 'req/s');
