@@ -5,6 +5,7 @@ import * as runs from './20261121_0003_runs.js';
 import * as webhooks from './20261121_0004_webhooks.js';
 import * as threads from './20261121_0005_threads.js';
 import * as crons from './20261123_0007_crons.js';
+import * as tableIndexes from './20261123_0010_table_indexes.js';
 
 /** Every migration, in order. A landed migration is frozen: changes go into a new file. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '20261121_0004_webhooks': webhooks,
   '20261121_0005_threads': threads,
   '20261123_0007_crons': crons,
+  '20261123_0010_table_indexes': tableIndexes,
 };

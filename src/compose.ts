@@ -93,7 +93,7 @@ export async function composeServices({ config, database, logger, ...options }: 
   const access = createAccessService(db, caches);
   const deployments = createDeploymentService(db);
   const tables = createTableService(db);
-  const rows = createRowService(db);
+  const rows = createRowService(db, { backend: database.backend, indexMinRows: config.tableIndexMinRows, logger });
 
   const deliveryWorker = createDeliveryWorker({
     database,
@@ -190,6 +190,7 @@ export async function composeServices({ config, database, logger, ...options }: 
       streams.stop();
       await remote?.stop();
       await deliveryWorker.stop();
+      await rows.close();
       await listener?.stop();
     },
   };

@@ -40,6 +40,11 @@ const configSchema = z.object({
     .optional(),
   RUNNER_SANDBOX: z.enum(['auto', 'on', 'off'], { message: 'must be auto, on or off' }).default('auto'),
   RUNNER_NETWORK: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  TABLE_INDEX_MIN_ROWS: z.coerce
+    .number({ message: 'must be a number' })
+    .int('must be an integer')
+    .min(0, 'must be 0 or more')
+    .default(10_000),
   RATE_LIMIT_PER_MINUTE: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).default(0),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
@@ -70,6 +75,9 @@ export interface Config {
   /** Runners share the host's network (on) or get an empty network namespace (off). */
   runnerNetwork: ParsedEnv['RUNNER_NETWORK'];
   /** PATH handed to runner processes; unset: a default system PATH (src/execution/run-setup.ts). */
+  /** Tables with fewer rows get no indexes built for their repeated filters. */
+  tableIndexMinRows: number;
+
   runnerPath: string | undefined;
 }
 
@@ -104,6 +112,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsPort: parsed.METRICS_PORT,
     runnerSandbox: parsed.RUNNER_SANDBOX,
     runnerNetwork: parsed.RUNNER_NETWORK,
+    tableIndexMinRows: parsed.TABLE_INDEX_MIN_ROWS,
     runnerPath: parsed.PATH,
   };
 }

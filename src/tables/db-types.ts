@@ -22,6 +22,8 @@ export interface TableCatalogTable {
   columns: KyselyColumn<StoredColumn[], string, string>;
   row_count: KyselyColumn<number, number | undefined, number>;
   revision: KyselyColumn<number, number | undefined, number>;
+  /** Bumped by every transaction that writes rows (lockTable 'rows'). */
+  data_version: KyselyColumn<number, number | undefined, number>;
   created_at: KyselyColumn<Date, Date | string | undefined, never>;
   updated_at: KyselyColumn<Date, Date | string | undefined, Date | string>;
 }

@@ -31,7 +31,9 @@ export async function createPhysicalTable(db: Db, tableId: string, columns: Stor
     sql`created_by text not null`,
     sql`updated_by text not null`,
   ];
-  await sql`create table ${tableRef(tableId)} (${sql.join(definitions)})`.execute(db);
+  // Vacuumed after 2% new or 5% changed rows instead of 20%: index-only counts stay index-only.
+  await sql`create table ${tableRef(tableId)} (${sql.join(definitions)}) with (
+    autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.05)`.execute(db);
   // The default order (newest first, ties on id). On created_at alone: the rows of a batch share
   // one time, so the index deduplicates (a tenth of the size, cheaper inserts), and the ties are
   // sorted on id within their small group.

@@ -25,11 +25,28 @@ export function findTable(db: Db, orgId: string, id: string) {
 
 /**
  * Locks a table's catalog row for the rest of the transaction. Every write to a table takes this
- * lock first, so writes to one table and changes of its columns never interleave or deadlock.
+ * lock first, so writes to one table and changes of its columns never interleave or deadlock. A
+ * row write takes it by bumping `data_version` (an update takes the same lock as FOR NO KEY
+ * UPDATE), so a total counted at one version is known to hold while the version stays; a change
+ * of definition bumps `revision` instead.
  */
 export function lockTable(db: Transaction<Database>, orgId: string, id: string, mode: 'rows' | 'definition') {
-  const query = db.selectFrom('tables').select(catalogColumns).where('org_id', '=', orgId).where('id', '=', id);
-  return (mode === 'rows' ? query.forNoKeyUpdate() : query.forUpdate()).executeTakeFirst();
+  if (mode === 'rows') {
+    return db
+      .updateTable('tables')
+      .set((eb) => ({ data_version: eb('data_version', '+', 1) }))
+      .where('org_id', '=', orgId)
+      .where('id', '=', id)
+      .returning(catalogColumns)
+      .executeTakeFirst();
+  }
+  return db
+    .selectFrom('tables')
+    .select(catalogColumns)
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 export type TableRecord = NonNullable<Awaited<ReturnType<typeof findTable>>>;

@@ -81,43 +81,72 @@ export async function findRow(db: Db, tableId: string, columns: StoredColumn[], 
 
 export interface PageQuery {
   where: RawBuilder<boolean>;
+  /** The filter is empty: every row matches, so the total is the catalog's exact `row_count`. */
+  matchesAll: boolean;
   sortIdent: string;
   direction: 'asc' | 'desc';
   limit: number;
   offset: number;
+  /** A total counted before, and the `data_version` it was counted at. */
+  known: KnownTotal | undefined;
+}
+
+export interface KnownTotal {
+  version: number;
+  total: number;
 }
 
 /**
- * One page of rows and the number of rows matching, in one statement (one round trip), along with
- * the table's definition revision as of the same snapshot, so a cached definition can be checked.
+ * One page of rows and the number of rows matching, in one statement (one round trip, one
+ * snapshot), along with the table's definition revision as of that snapshot, so a cached
+ * definition can be checked. The total is counted only when nothing cheaper proves it: an empty
+ * filter takes the catalog's `row_count` (kept exact in every write's transaction), and a page
+ * shorter than the limit that holds rows (or starts at offset 0) ends the matches, so the total is
+ * offset + its length, and a total counted before holds while the table's `data_version` is the
+ * one it was counted at (every row write bumps it in its own transaction). PostgreSQL runs an
+ * uncorrelated subquery only when a CASE branch reaches it, so the count not needed is never run.
  */
 export async function queryPage(
   db: Db,
   table: { id: string; orgId: string },
   columns: StoredColumn[],
   query: PageQuery,
-): Promise<{ records: RowRecord[]; total: number; revision: number | null }> {
+): Promise<{ records: RowRecord[]; total: number; revision: number | null; rowCount: number; dataVersion: number }> {
   const direction = sql.raw(query.direction);
   const sort = sql.id(safeIdentifier(query.sortIdent));
-  const result = await sql<RowRecord & { _total: number; _revision: number | null }>`
-    select p.*, c._total, c._revision
-    from (
-      select count(*)::int8 as _total,
-        (select revision from tables where id = ${table.id} and org_id = ${table.orgId}) as _revision
-      from ${tableRef(table.id)} where ${query.where}
-    ) c
-    left join lateral (
+  const catalog = sql`from tables where id = ${table.id} and org_id = ${table.orgId}`;
+  const shown = sql`(select count(*) from page)`;
+  const counted = query.matchesAll
+    ? sql`(select row_count ${catalog})`
+    : sql`(select count(*) from ${tableRef(table.id)} where ${query.where})`;
+  const known = query.known ?? { version: -1, total: 0 };
+  const result = await sql<
+    RowRecord & { _total: number; _revision: number | null; _rows: number | null; _version: number | null }
+  >`
+    with page as (
       select ${selectList(columns)} from ${tableRef(table.id)}
       where ${query.where}
       order by ${sort} ${direction}, id ${direction}
       limit ${query.limit} offset ${query.offset}
-    ) p on true`.execute(db);
+    )
+    select p.*, c._total, c._revision, c._rows, c._version
+    from (
+      select (select revision ${catalog}) as _revision, (select row_count ${catalog}) as _rows,
+        (select data_version ${catalog}) as _version,
+        case when ${shown} < ${query.limit}::int8 and (${shown} > 0 or ${query.offset}::int8 = 0)
+          then ${query.offset}::int8 + ${shown}
+          when (select data_version ${catalog}) = ${known.version}::int8 then ${known.total}::int8
+          else ${counted}::int8 end as _total
+    ) c
+    left join page p on true`.execute(db);
   const first = result.rows[0];
   return {
     // A page past the end still yields one row, carrying only the total.
     records: result.rows.filter((row) => row.id !== null),
     total: Number(first?._total ?? 0),
     revision: first?._revision ?? null,
+    rowCount: Number(first?._rows ?? 0),
+    dataVersion: Number(first?._version ?? -1),
   };
 }
 

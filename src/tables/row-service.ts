@@ -1,11 +1,16 @@
 import type { Kysely, Transaction } from 'kysely';
 import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import type { Backend } from '../db/connect.js';
 import type { Database } from '../db/types.js';
 import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { columnsByName } from './columns.js';
 import type { StoredColumn } from './db-types.js';
 import { compileFilter, tableFields } from './filter.js';
+import { type IndexPlan, indexPlanFor, matchesAll } from './filter-shape.js';
+import { createIndexAdvisor } from './index-advisor.js';
+import { createKnownTotals } from './known-totals.js';
 import * as repo from './repository.js';
 import { checkInsertRow, checkRowPatch, MAX_BATCH_ROWS } from './row-body.js';
 import { newRowIds } from './row-ids.js';
@@ -89,17 +94,44 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 
 const DEFINITION_CACHE_SIZE = 1000;
 
-function pageQuery(table: repo.TableRecord, input: QueryInput): rows.PageQuery {
+/** The statement's parts, and the index its filter shape would want. */
+function pageQuery(
+  table: repo.TableRecord,
+  input: QueryInput,
+  known: rows.KnownTotal | undefined,
+): rows.PageQuery & { index: IndexPlan | undefined } {
   const fields = tableFields(table.columns);
   const where =
     input.filter === undefined || input.filter === null ? sql<boolean>`true` : compileFilter(input.filter, fields);
   const sortName = input.sort_by ?? 'created_at';
   const sort = fields.get(sortName);
   if (!sort) throw badRequest(`sort_by: unknown column "${sortName}"`);
-  return { where, sortIdent: sort.ident, direction: input.sort_direction, limit: input.limit, offset: input.offset };
+  return {
+    where,
+    matchesAll: matchesAll(input.filter),
+    sortIdent: sort.ident,
+    direction: input.sort_direction,
+    limit: input.limit,
+    offset: input.offset,
+    known,
+    index: indexPlanFor(input.filter, fields, sort),
+  };
 }
 
-export function createRowService(db: Kysely<Database>) {
+export interface RowServiceOptions {
+  backend: Backend;
+  /** Tables with fewer rows get no indexes built for their filters (TABLE_INDEX_MIN_ROWS). */
+  indexMinRows: number;
+  logger: Logger;
+}
+
+export function createRowService(db: Kysely<Database>, options: RowServiceOptions) {
+  const indexes = createIndexAdvisor(db, {
+    backend: options.backend,
+    minRows: options.indexMinRows,
+    logger: options.logger,
+  });
+
   /** Reads run without locks; a definition change in between is retried with the new catalog. */
   async function withTable<T>(orgId: string, tableId: string, read: (table: repo.TableRecord) => Promise<T>) {
     for (let attempt = 1; ; attempt++) {
@@ -127,6 +159,8 @@ export function createRowService(db: Kysely<Database>) {
     });
   }
 
+  const totals = createKnownTotals();
+
   /** Table definitions by `org/table`, checked against the catalog revision on every use. */
   const definitions = new Map<string, repo.TableRecord>();
   function remember(key: string, table: repo.TableRecord) {
@@ -143,6 +177,9 @@ export function createRowService(db: Kysely<Database>) {
   }
 
   return {
+    /** Stops building filter indexes: one under way is cancelled and waited for. */
+    close: () => indexes.close(),
+
     /**
      * The hot path: the API key lookup plus one statement. The table's definition comes from a
      * per-process cache and is trusted only when the statement, in the same snapshot, reads the
@@ -162,9 +199,11 @@ export function createRowService(db: Kysely<Database>) {
           definitions.delete(key);
           return attempt < 4;
         };
-        let plan: rows.PageQuery;
+        let plan: ReturnType<typeof pageQuery>;
+        let totalKey: string;
         try {
-          plan = pageQuery(table, input);
+          totalKey = totals.keyOf(table.id, table.revision, input.filter);
+          plan = pageQuery(table, input, totals.get(totalKey));
         } catch (error) {
           // A column a cached definition lacks may have been added since: check with the catalog first.
           if (cached && retry()) continue;
@@ -181,6 +220,8 @@ export function createRowService(db: Kysely<Database>) {
           if (retry()) continue;
           throw new Error(`table ${table.id} kept changing while being read`);
         }
+        indexes.note({ id: table.id, row_count: page.rowCount }, plan.index);
+        totals.set(totalKey, { version: page.dataVersion, total: page.total });
         return {
           rows: page.records.map((record) => toRow(table.columns, record)),
           total: page.total,

@@ -22,6 +22,7 @@ describe('configuration', () => {
       metricsPort: undefined,
       runnerSandbox: 'auto',
       runnerNetwork: 'on',
+      tableIndexMinRows: 10_000,
     });
   });
 
@@ -43,6 +44,7 @@ describe('configuration', () => {
       METRICS_PORT: '9464',
       RUNNER_SANDBOX: 'on',
       RUNNER_NETWORK: 'off',
+      TABLE_INDEX_MIN_ROWS: '0',
     });
     expect(config.port).toBe(9000);
     expect(config.host).toBe('127.0.0.1');
@@ -61,6 +63,8 @@ describe('configuration', () => {
     expect(config.metricsPort).toBe(9464);
     expect(config.runnerSandbox).toBe('on');
     expect(config.runnerNetwork).toBe('off');
+    expect(config.tableIndexMinRows).toBe(0);
+    expect(() => loadConfig({ TABLE_INDEX_MIN_ROWS: '-1' })).toThrow('TABLE_INDEX_MIN_ROWS must be 0 or more');
   });
 
   it('derives PUBLIC_URL from PORT', () => {
