@@ -58,7 +58,7 @@ export async function buildApp({
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    trustProxy: true,
+    trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
     frameworkErrors: frameworkErrorReply,
   });
@@ -130,7 +130,7 @@ export async function buildApp({
   app.addHook('onClose', async () => deliveryWorker.stop());
 
   await registerOpenApi(app, VERSION);
-  await app.register(metricsRoutes, { metrics });
+  await app.register(metricsRoutes, { metrics, token: config.metricsToken });
   await app.register(healthRoutes, { db });
   await app.register(authPlugin, { db, keys: caches.apiKeys, rateLimitPerMinute: config.rateLimitPerMinute });
   await app.register(

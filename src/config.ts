@@ -14,6 +14,7 @@ const retrySchedule = z.string().transform((value, ctx) => {
 });
 
 const positiveNumber = z.coerce.number({ message: 'must be a number' }).positive('must be positive');
+const count = (min: number) => z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(min);
 
 const configSchema = z.object({
   PORT: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(65535).default(8080),
@@ -32,7 +33,14 @@ const configSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
   INSTANCE_LEASE_SECONDS: positiveNumber.default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  RATE_LIMIT_PER_MINUTE: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).default(0),
+  RATE_LIMIT_PER_MINUTE: count(0).default(0),
+  FAILED_AUTH_LIMIT_PER_MINUTE: count(0).default(60),
+  INCOMING_WEBHOOK_LIMIT_PER_MINUTE: count(0).default(60),
+  MAX_EVENT_STREAMS: count(1).default(4000),
+  MAX_EVENT_STREAMS_PER_KEY: count(1).default(1000),
+  MAX_BULK_UPDATE_BYTES: count(1).default(64 * 1024 * 1024),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  TRUST_PROXY: booleanString.default(false),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
 });
@@ -55,6 +63,19 @@ export interface Config {
   logLevel: ParsedEnv['LOG_LEVEL'];
   /** Requests one API key may make per minute on one instance; 0 turns the limit off. */
   rateLimitPerMinute: number;
+  /** Requests with a missing or unknown key one client address may make per minute; 0: no limit. */
+  failedAuthLimitPerMinute: number;
+  /** Requests to incoming-webhook token URLs one client address may make per minute; 0: no limit. */
+  incomingWebhookLimitPerMinute: number;
+  /** Event streams open at once on one instance, in all and per API key. */
+  maxEventStreams: number;
+  maxEventStreamsPerKey: number;
+  /** Largest matched rows × update value bytes one bulk row update may write. */
+  maxBulkUpdateBytes: number;
+  /** Bearer token `/metrics` asks for; unset: `/metrics` answers loopback clients only. */
+  metricsToken: string | undefined;
+  /** Take the client address from X-Forwarded-For (only behind a proxy that sets it). */
+  trustProxy: boolean;
   /** PATH handed to runner processes; unset: the supervisor's default system PATH. */
   runnerPath: string | undefined;
 }
@@ -87,6 +108,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     instanceLeaseSeconds: parsed.INSTANCE_LEASE_SECONDS,
     logLevel: parsed.LOG_LEVEL,
     rateLimitPerMinute: parsed.RATE_LIMIT_PER_MINUTE,
+    failedAuthLimitPerMinute: parsed.FAILED_AUTH_LIMIT_PER_MINUTE,
+    incomingWebhookLimitPerMinute: parsed.INCOMING_WEBHOOK_LIMIT_PER_MINUTE,
+    maxEventStreams: parsed.MAX_EVENT_STREAMS,
+    maxEventStreamsPerKey: parsed.MAX_EVENT_STREAMS_PER_KEY,
+    maxBulkUpdateBytes: parsed.MAX_BULK_UPDATE_BYTES,
+    metricsToken: parsed.METRICS_TOKEN,
+    trustProxy: parsed.TRUST_PROXY,
     runnerPath: parsed.PATH,
   };
 }

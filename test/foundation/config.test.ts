@@ -19,6 +19,13 @@ describe('configuration', () => {
       instanceLeaseSeconds: 30,
       logLevel: 'info',
       rateLimitPerMinute: 0,
+      failedAuthLimitPerMinute: 60,
+      incomingWebhookLimitPerMinute: 60,
+      maxEventStreams: 4000,
+      maxEventStreamsPerKey: 1000,
+      maxBulkUpdateBytes: 64 * 1024 * 1024,
+      metricsToken: undefined,
+      trustProxy: false,
     });
   });
 
@@ -37,6 +44,13 @@ describe('configuration', () => {
       WEBHOOK_RETRY_SCHEDULE: '1, 2,3',
       INSTANCE_LEASE_SECONDS: '10',
       LOG_LEVEL: 'debug',
+      FAILED_AUTH_LIMIT_PER_MINUTE: '10',
+      INCOMING_WEBHOOK_LIMIT_PER_MINUTE: '0',
+      MAX_EVENT_STREAMS: '50',
+      MAX_EVENT_STREAMS_PER_KEY: '5',
+      MAX_BULK_UPDATE_BYTES: '1048576',
+      METRICS_TOKEN: 'a-metrics-scrape-token',
+      TRUST_PROXY: 'true',
     });
     expect(config.port).toBe(9000);
     expect(config.host).toBe('127.0.0.1');
@@ -52,6 +66,13 @@ describe('configuration', () => {
     expect(config.instanceLeaseSeconds).toBe(10);
     expect(config.logLevel).toBe('debug');
     expect(config.rateLimitPerMinute).toBe(0);
+    expect(config.failedAuthLimitPerMinute).toBe(10);
+    expect(config.incomingWebhookLimitPerMinute).toBe(0);
+    expect(config.maxEventStreams).toBe(50);
+    expect(config.maxEventStreamsPerKey).toBe(5);
+    expect(config.maxBulkUpdateBytes).toBe(1048576);
+    expect(config.metricsToken).toBe('a-metrics-scrape-token');
+    expect(config.trustProxy).toBe(true);
   });
 
   it('derives PUBLIC_URL from PORT', () => {
@@ -71,6 +92,13 @@ describe('configuration', () => {
     ['WEBHOOK_RETRY_SCHEDULE', '5,x,10'],
     ['INSTANCE_LEASE_SECONDS', '0'],
     ['LOG_LEVEL', 'loud'],
+    ['FAILED_AUTH_LIMIT_PER_MINUTE', '-1'],
+    ['INCOMING_WEBHOOK_LIMIT_PER_MINUTE', 'many'],
+    ['MAX_EVENT_STREAMS', '0'],
+    ['MAX_EVENT_STREAMS_PER_KEY', '1.5'],
+    ['MAX_BULK_UPDATE_BYTES', '0'],
+    ['METRICS_TOKEN', 'short'],
+    ['TRUST_PROXY', 'maybe'],
   ])('refuses a bad %s with one line naming it', (name, value) => {
     let error: unknown;
     try {
