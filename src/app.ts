@@ -132,7 +132,15 @@ export async function buildApp({
   await registerOpenApi(app, VERSION);
   await app.register(metricsRoutes, { metrics, token: config.metricsToken });
   await app.register(healthRoutes, { db });
-  await app.register(authPlugin, { db, keys: caches.apiKeys, rateLimitPerMinute: config.rateLimitPerMinute });
+  await app.register(authPlugin, {
+    db,
+    keys: caches.apiKeys,
+    limits: {
+      perKeyPerMinute: config.rateLimitPerMinute,
+      failedAuthPerMinute: config.failedAuthLimitPerMinute,
+      incomingWebhookPerMinute: config.incomingWebhookLimitPerMinute,
+    },
+  });
   await app.register(
     async (v1) => {
       await v1.register(accessRoutes, { access });
