@@ -83,6 +83,7 @@ export function createRunRuntime(options: {
     lifetimeMs: config.eventStreamTimeoutSeconds * 1000,
     logger,
     observer,
+    limits: { total: config.maxEventStreams, perKey: config.maxEventStreamsPerKey },
   });
 
   return {
