@@ -104,7 +104,7 @@ export async function buildApp({
     await listener?.stop();
   });
   const tables = createTableService(db);
-  const rows = createRowService(db);
+  const rows = createRowService(db, { maxBulkUpdateBytes: config.maxBulkUpdateBytes });
   const deliveryWorker = createDeliveryWorker({
     database,
     logger,

@@ -99,7 +99,42 @@ function pageQuery(table: repo.TableRecord, input: QueryInput): rows.PageQuery {
   return { where, sortIdent: sort.ident, direction: input.sort_direction, limit: input.limit, offset: input.offset };
 }
 
-export function createRowService(db: Kysely<Database>) {
+/** Default of MAX_BULK_UPDATE_BYTES: well under a second of writing on the embedded database. */
+export const DEFAULT_MAX_BULK_UPDATE_BYTES = 64 * 1024 * 1024;
+
+/** What one row's update writes in values: text as UTF-8, numbers and booleans as 8 bytes. */
+function patchBytes(sets: rows.ColumnSet[]): number {
+  let bytes = 0;
+  for (const { value } of sets) bytes += typeof value === 'string' ? Buffer.byteLength(value) : value === null ? 0 : 8;
+  return bytes;
+}
+
+export function createRowService(
+  db: Kysely<Database>,
+  options: { maxBulkUpdateBytes?: number } = {},
+) {
+  const maxBulkUpdateBytes = options.maxBulkUpdateBytes ?? DEFAULT_MAX_BULK_UPDATE_BYTES;
+
+  /**
+   * One statement writing rows × value bytes holds the table lock and, on the embedded database,
+   * the only connection for as long as that takes: past the bound it is refused before writing.
+   */
+  async function checkBulkUpdateSize(
+    trx: Transaction<Database>,
+    table: repo.TableRecord,
+    where: ReturnType<typeof compileFilter>,
+    sets: rows.ColumnSet[],
+  ): Promise<void> {
+    const bytes = patchBytes(sets);
+    if (bytes * Number(table.row_count) <= maxBulkUpdateBytes) return;
+    const matched = await rows.countWhere(trx, table.id, where);
+    if (matched * bytes <= maxBulkUpdateBytes) return;
+    throw badRequest(
+      `update: ${matched} matching rows × ${bytes} bytes of values is more than the ${maxBulkUpdateBytes} bytes ` +
+        'one bulk update may write (MAX_BULK_UPDATE_BYTES); narrow the filter and update in several requests',
+    );
+  }
+
   /** Reads run without locks; a definition change in between is retried with the new catalog. */
   async function withTable<T>(orgId: string, tableId: string, read: (table: repo.TableRecord) => Promise<T>) {
     for (let attempt = 1; ; attempt++) {
@@ -242,6 +277,7 @@ export function createRowService(db: Kysely<Database>) {
         const where = compileFilter(filter, tableFields(table.columns));
         const sets = checkRowPatch(columnsByName(table.columns), input.update, 'update');
         if (sets.length === 0) throw badRequest('update must name at least one column');
+        await checkBulkUpdateSize(trx, table, where, sets);
         return { updated: await rows.updateWhere(trx, table.id, where, sets, actor) };
       });
     },
