@@ -8,7 +8,9 @@ const ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
 function decodeAscii(text: string): string {
   let current = text;
   for (let round = 0; round < 3 && current.includes('%'); round++) {
-    const next = current.replace(/%([0-7][0-9a-f])/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+    const next = current.replace(/%([0-7][0-9a-f])/gi, (_, hex: string) =>
+      String.fromCharCode(Number.parseInt(hex, 16)),
+    );
     if (next === current) break;
     current = next;
   }

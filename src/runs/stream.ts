@@ -58,6 +58,17 @@ const CLOSED_SINK: StreamSink = {
  */
 export const MAX_CLIENT_BACKLOG_BYTES = 4 * 1024 * 1024;
 
+/** The `complete` message of a run's end, serialised once for every stream that sends it. */
+const completeMessages = new WeakMap<RunEnd, string>();
+function completeJson(end: RunEnd): string {
+  let json = completeMessages.get(end);
+  if (json === undefined) {
+    json = JSON.stringify({ type: 'complete', status: end.status, output: end.output, error: end.error });
+    completeMessages.set(end, json);
+  }
+  return json;
+}
+
 function endOf(row: repo.RunRecord): RunEnd {
   return {
     status: row.status as RunEnd['status'],
@@ -307,9 +318,7 @@ export class RunStream {
 
   private complete(end: RunEnd): void {
     if (this.mode === 'closed') return;
-    this.sink.sendUntracked(
-      JSON.stringify({ type: 'complete', status: end.status, output: end.output, error: end.error }),
-    );
+    this.sink.sendUntracked(completeJson(end));
     this.finish();
   }
 

@@ -165,7 +165,9 @@ export async function updateWhere(
 }
 
 export async function countWhere(db: Db, tableId: string, where: RawBuilder<boolean>): Promise<number> {
-  const result = await sql<{ n: number }>`select count(*)::int8 as n from ${tableRef(tableId)} where ${where}`.execute(db);
+  const result = await sql<{ n: number }>`select count(*)::int8 as n from ${tableRef(tableId)} where ${where}`.execute(
+    db,
+  );
   return Number(result.rows[0]?.n ?? 0);
 }
 

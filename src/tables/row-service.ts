@@ -109,10 +109,7 @@ function patchBytes(sets: rows.ColumnSet[]): number {
   return bytes;
 }
 
-export function createRowService(
-  db: Kysely<Database>,
-  options: { maxBulkUpdateBytes?: number } = {},
-) {
+export function createRowService(db: Kysely<Database>, options: { maxBulkUpdateBytes?: number } = {}) {
   const maxBulkUpdateBytes = options.maxBulkUpdateBytes ?? DEFAULT_MAX_BULK_UPDATE_BYTES;
 
   /**

@@ -75,7 +75,8 @@ describe('per-address limit on failed keys', () => {
     try {
       expect(plain.config.failedAuthLimitPerMinute).toBe(60);
       const statuses = new Set<number>();
-      for (let i = 0; i < 61; i += 1) statuses.add((await plain.call('GET', '/v1/api-keys', { key: 'wrong' })).statusCode);
+      for (let i = 0; i < 61; i += 1)
+        statuses.add((await plain.call('GET', '/v1/api-keys', { key: 'wrong' })).statusCode);
       expect([...statuses]).toEqual([401, 429]);
     } finally {
       await plain.close();
@@ -95,7 +96,8 @@ describe('per-address limit on incoming-webhook token URLs', () => {
 
   it('answers 429 once an address has used its minute, whatever the token, and counts addresses apart', async () => {
     const statuses: number[] = [];
-    for (const token of ['guess-1', 'guess-2', 'guess-3']) statuses.push((await trigger(token, '198.51.100.1')).statusCode);
+    for (const token of ['guess-1', 'guess-2', 'guess-3'])
+      statuses.push((await trigger(token, '198.51.100.1')).statusCode);
     expect(statuses).toEqual([404, 404, 429]);
     const limited = await trigger('guess-4', '198.51.100.1');
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);

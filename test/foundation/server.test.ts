@@ -114,7 +114,6 @@ describe('the server process without BOOTSTRAP_API_KEY', () => {
       second.child.kill('SIGTERM');
       await second.exited;
       expect(second.output()).not.toContain('BOOTSTRAP_API_KEY');
-
     } finally {
       await database?.destroy();
       rmSync(dataDir, { recursive: true, force: true });

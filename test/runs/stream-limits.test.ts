@@ -13,7 +13,10 @@ interface OpenStream {
 /** Opens a stream over a real socket and keeps it open until `close`; a refusal's JSON body is read. */
 async function openStream(url: string, key: string, headers: Record<string, string> = {}): Promise<OpenStream> {
   const controller = new AbortController();
-  const response = await fetch(url, { headers: { authorization: `Bearer ${key}`, ...headers }, signal: controller.signal });
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${key}`, ...headers },
+    signal: controller.signal,
+  });
   const body = response.headers.get('content-type')?.includes('json') ? await response.json() : null;
   return { status: response.status, body, response, close: () => controller.abort() };
 }
@@ -92,7 +95,9 @@ describe('event stream caps', () => {
     [{ 'last-event-id': '99999999999999999999' }, ''],
     [{}, '?last_event_id=2147483648'],
   ])('answers 400 for a resume point no event id can reach (%o %s)', async (headers, query) => {
-    const response = await fetch(`${url(runId)}${query}`, { headers: { authorization: `Bearer ${ADMIN_KEY}`, ...headers } });
+    const response = await fetch(`${url(runId)}${query}`, {
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...headers },
+    });
     expect(response.status).toBe(400);
     expect(await response.json()).toEqual({
       error: { message: 'Last-Event-ID must be an event id from 0 to 2147483647', code: 'bad_request' },

@@ -37,7 +37,9 @@ describe('bulk update bound (MAX_BULK_UPDATE_BYTES)', () => {
         code: 'bad_request',
       },
     });
-    const unchanged = await query(ctx, table.id, { filter: { and: [{ column: 'body', operator: 'eq', value: 'short' }] } });
+    const unchanged = await query(ctx, table.id, {
+      filter: { and: [{ column: 'body', operator: 'eq', value: 'short' }] },
+    });
     expect(unchanged.total).toBe(10);
   });
 
@@ -67,7 +69,10 @@ describe('bulk update bound by default', () => {
       Array.from({ length: 65 }, () => ({ body: '' })),
     );
     const response = await ctx.call('PATCH', `/v1/tables/${table.id}/rows`, {
-      body: { filter: { and: [{ column: 'body', operator: 'eq', value: '' }] }, update: { body: 'z'.repeat(1024 * 1024) } },
+      body: {
+        filter: { and: [{ column: 'body', operator: 'eq', value: '' }] },
+        update: { body: 'z'.repeat(1024 * 1024) },
+      },
     });
     expect(response.statusCode).toBe(400);
     expect(response.json().error.message).toMatch(/^update: 65 matching rows × 1048576 bytes of values is more than/);

@@ -123,14 +123,13 @@ describe('outgoing webhooks without WEBHOOK_ALLOW_PRIVATE_URLS', () => {
     await ctx.call('DELETE', `/v1/webhooks/${hook.id}`);
   });
 
-  it.each([
-    'http://localhost.example.com/hook',
-    'https://hooks.example.com/in',
-    'http://notlocalhost/hook',
-  ])('accepts %s at create time', async (url) => {
-    const hook = await createWebhook(ctx, { deployment_id: deploymentId, url });
-    await ctx.call('DELETE', `/v1/webhooks/${hook.id}`);
-  });
+  it.each(['http://localhost.example.com/hook', 'https://hooks.example.com/in', 'http://notlocalhost/hook'])(
+    'accepts %s at create time',
+    async (url) => {
+      const hook = await createWebhook(ctx, { deployment_id: deploymentId, url });
+      await ctx.call('DELETE', `/v1/webhooks/${hook.id}`);
+    },
+  );
 
   it('refuses a name that resolves to loopback at connect time, and sends nothing', async () => {
     // Made before localhost names were refused at creation: the delivery must still refuse it.
