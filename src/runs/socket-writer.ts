@@ -1,5 +1,5 @@
 /**
- * Paces the writes of every event stream of the process: sinks with frames to send wait in one
+ * Paces the writes (and ends) of every event stream of the process: sinks with frames to send wait in one
  * queue, and each turn of the event loop writes at most TURN_BYTES to at most TURN_SINKS of them
  * before yielding with setImmediate. A burst to thousands of streams then costs many short turns,
  * between which every other request is served, instead of one turn of seconds.

@@ -4,6 +4,7 @@ import type { Database } from '../db/types.js';
 import type { LiveEvent, LiveSubscription, RunEnd, RunEventFeed } from '../events/types.js';
 import { runNotFound } from './errors.js';
 import * as repo from './repository.js';
+import { queueForWrite } from './socket-writer.js';
 import { isTerminal } from './types.js';
 
 /** Where a stream writes; `send` answers false when the client was dropped for being too slow. */
@@ -231,7 +232,16 @@ export class RunStream {
       this.options.relayed?.();
       this.lastSent = event.seq;
     }
-    if (event.end) this.complete(event.end);
+    // A run's end reaches all its streams at once: each completes in a paced turn, not all in this one.
+    if (event.end) {
+      const end = event.end;
+      queueForWrite({
+        flush: () => {
+          this.complete(end);
+          return 0;
+        },
+      });
+    }
   }
 
   private async replayStored(): Promise<void> {
