@@ -76,7 +76,7 @@ export interface Config {
   metricsToken: string | undefined;
   /** Take the client address from X-Forwarded-For (only behind a proxy that sets it). */
   trustProxy: boolean;
-  /** PATH handed to runner processes; unset: the supervisor's default system PATH. */
+  /** PATH handed to runner processes; unset: a default system PATH (src/execution/run-setup.ts). */
   runnerPath: string | undefined;
 }
 

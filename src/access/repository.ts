@@ -1,7 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Database, Role } from '../db/types.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type { Db, Role } from '../db/types.js';
 
 const keyColumns = ['id', 'org_id', 'name', 'role', 'created_at'] as const;
 

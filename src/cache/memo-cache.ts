@@ -26,8 +26,15 @@ interface Entry<V> {
   expires: number;
 }
 
-/** `usable()` false makes the cache neither serve nor keep anything (its invalidations may be missed). */
-export function createMemoCache<V>(limits: MemoLimits, usable: () => boolean): MemoCache<V> {
+/**
+ * `usable()` false makes the cache neither serve nor keep anything (its invalidations may be
+ * missed). `now` is the clock entries age by.
+ */
+export function createMemoCache<V>(
+  limits: MemoLimits,
+  usable: () => boolean,
+  now: () => number = Date.now,
+): MemoCache<V> {
   // A Map keeps insertion order, so the first key is the oldest entry: evicted first.
   const entries = new Map<string, Entry<V>>();
   let size = 0;
@@ -50,7 +57,7 @@ export function createMemoCache<V>(limits: MemoLimits, usable: () => boolean): M
     get(key) {
       const entry = entries.get(key);
       if (!entry) return undefined;
-      if (!usable() || entry.expires <= Date.now()) {
+      if (!usable() || entry.expires <= now()) {
         remove(key, entry);
         return undefined;
       }
@@ -61,14 +68,14 @@ export function createMemoCache<V>(limits: MemoLimits, usable: () => boolean): M
       if (generationAtRead !== generation || !usable() || entrySize > limits.maxSize) return;
       const existing = entries.get(key);
       if (existing) remove(key, existing);
-      const now = Date.now();
+      const time = now();
       // Every entry lives as long, so the oldest expire first: drop those, then make room.
       for (const [oldestKey, oldest] of entries) {
         const full = entries.size >= limits.maxEntries || size + entrySize > limits.maxSize;
-        if (!full && oldest.expires > now) break;
+        if (!full && oldest.expires > time) break;
         remove(oldestKey, oldest);
       }
-      entries.set(key, { value, size: entrySize, expires: now + limits.ttlMs });
+      entries.set(key, { value, size: entrySize, expires: time + limits.ttlMs });
       size += entrySize;
     },
 

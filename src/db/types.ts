@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../runs/db-types.js';
 import type { TableCatalogTable } from '../tables/db-types.js';
 import type { ThreadCheckpointsTable, ThreadsTable } from '../threads/db-types.js';
@@ -8,13 +8,9 @@ import type {
   WebhookDeliveryAttemptsTable,
   WebhooksTable,
 } from '../webhooks/db-types.js';
+import type { CreatedAt, Environment, Json, Role, UpdatedAt } from './columns.js';
 
-type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
-type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
-type Json<T> = ColumnType<T, string, string>;
-
-export type Role = 'admin' | 'member';
-export type Environment = 'production' | 'staging';
+export type { Environment, Role };
 
 export interface OrganizationsTable {
   id: string;
@@ -70,6 +66,9 @@ export interface Database {
   webhook_delivery_attempts: WebhookDeliveryAttemptsTable;
   incoming_webhooks: IncomingWebhooksTable;
 }
+
+/** The database, or a transaction on it: what repositories take. */
+export type Db = Kysely<Database> | Transaction<Database>;
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type DeploymentRow = Selectable<DeploymentsTable>;

@@ -1,7 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Database, Environment } from '../db/types.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type { Db, Environment } from '../db/types.js';
 
 const deploymentColumns = [
   'deployments.id',

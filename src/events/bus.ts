@@ -2,17 +2,17 @@ import type { LiveEvent, LiveListener, LiveRunState, LiveSubscription, RunEventF
 
 export interface LocalEventBus extends RunEventFeed {
   publish(runId: string, event: LiveEvent): void;
-  /** Tells new subscribers about runs going on here (the supervisor owns them). */
-  setLiveSource(source: (runId: string) => LiveRunState | null): void;
   listenerCount(runId: string): number;
   /** Events of a run going on here have been stored (other instances may now be told). */
   stored?(runId: string, events: readonly LiveEvent[]): void;
 }
 
-/** In-process fan-out of run events; publishing never waits on a listener. */
-export function createLocalEventBus(): LocalEventBus {
+/**
+ * In-process fan-out of run events; publishing never waits on a listener. `liveSource` tells new
+ * subscribers about runs going on here (src/execution/ owns them).
+ */
+export function createLocalEventBus(liveSource: (runId: string) => LiveRunState | null = () => null): LocalEventBus {
   const listeners = new Map<string, Set<LiveListener>>();
-  let liveSource: (runId: string) => LiveRunState | null = () => null;
 
   return {
     subscribe(runId: string, listener: LiveListener): LiveSubscription {
@@ -43,10 +43,6 @@ export function createLocalEventBus(): LocalEventBus {
           // A broken stream must not keep the event from the others.
         }
       }
-    },
-
-    setLiveSource(source) {
-      liveSource = source;
     },
 
     listenerCount: (runId: string) => listeners.get(runId)?.size ?? 0,

@@ -32,7 +32,6 @@ export function composeFeeds(local: LocalEventBus, remote: PgEventFeed): LocalEv
       remote.announce(runId, events);
     },
 
-    setLiveSource: (source) => local.setLiveSource(source),
     listenerCount: (runId) => local.listenerCount(runId),
   };
 }

@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
-import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Database } from '../db/types.js';
+import { sql, type Transaction } from 'kysely';
+import type { Database, Db } from '../db/types.js';
 import { conflict } from '../errors.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** How long a key answers with its first response (CONTRACTS §4). */
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
@@ -101,5 +99,13 @@ export async function updateResponse(db: Db, ref: IdempotencyRef, response: Reco
     .where('org_id', '=', ref.orgId)
     .where('scope', '=', ref.scope)
     .where('key', '=', ref.key)
+    .execute();
+}
+
+/** Forgets keys past the window (CONTRACTS §4: 24 hours). */
+export async function deleteExpired(db: Db): Promise<void> {
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('created_at', '<', sql<Date>`now() - ${IDEMPOTENCY_WINDOW_HOURS} * interval '1 hour'`)
     .execute();
 }

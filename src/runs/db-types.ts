@@ -1,11 +1,4 @@
-import type { ColumnType } from 'kysely';
-import type { Environment } from '../db/types.js';
-import type { RunStatus } from './types.js';
-
-type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
-type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-type Json<T> = ColumnType<T, string, string>;
-type NullableJson<T> = ColumnType<T | null, string | null | undefined, string | null>;
+import type { Environment, Json, NullableJson, NullableTimestamp, RunStatus, Timestamp } from '../db/columns.js';
 
 export interface InstancesTable {
   id: string;

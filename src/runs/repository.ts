@@ -1,8 +1,6 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Database, Environment } from '../db/types.js';
+import { sql } from 'kysely';
+import type { Db, Environment } from '../db/types.js';
 import type { RunStatus } from './types.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export const runColumns = [
   'runs.id',
@@ -243,8 +241,15 @@ export function findVersionForRun(db: Db, versionId: string) {
     .executeTakeFirst();
 }
 
-export function hasPendingRuns(db: Db) {
-  return db.selectFrom('runs').select('id').where('status', '=', 'pending').limit(1).executeTakeFirst();
+/** Which of these runs are no longer running (ended by another instance, a cancel made there). */
+export async function findEndedAmong(db: Db, ids: string[]): Promise<string[]> {
+  const rows = await db
+    .selectFrom('runs')
+    .select('id')
+    .where('id', 'in', ids)
+    .where('status', '<>', 'running')
+    .execute();
+  return rows.map((row) => row.id);
 }
 
 // Events

@@ -1,36 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { MemoCache } from '../cache/memo-cache.js';
 import type { Database } from '../db/types.js';
 import type { DeploymentService } from '../deployments/service.js';
 import { badRequest } from '../errors.js';
-import type { LocalEventBus } from '../events/bus.js';
 import { toIso } from '../http/pagination.js';
 import * as idempotency from '../idempotency/store.js';
 import { newId } from '../ids.js';
-import type { Supervisor } from '../supervisor/supervisor.js';
+import type { EndRecorder } from './end-recorder.js';
 import { runNotFound } from './errors.js';
-import { liveEnd, type RunLifecycle } from './lifecycle.js';
 import * as repo from './repository.js';
 import {
   type CreatedRun,
   type CreateRunParams,
-  type HookApplies,
   isTerminal,
-  type RunFinishedHook,
+  type RunExecutor,
   type RunStatus,
+  type ThreadGate,
 } from './types.js';
 
 export { runNotFound };
-
-/**
- * How a run in a thread takes its thread, inside the creating transaction: marks the thread busy
- * with this run (or throws 404/409) and returns the values the runner receives.
- */
-export type ThreadGate = (
-  trx: Transaction<Database>,
-  claim: { orgId: string; threadId: string; deploymentId: string; runId: string },
-) => Promise<{ values: Record<string, unknown> | null }>;
 
 export function toRun(row: repo.RunRecord) {
   return {
@@ -52,16 +41,15 @@ export function toRun(row: repo.RunRecord) {
 export interface RunServiceDeps {
   db: Kysely<Database>;
   deployments: DeploymentService;
-  supervisor: Supervisor;
-  lifecycle: RunLifecycle;
-  bus: LocalEventBus;
+  executor: RunExecutor;
+  endRecorder: EndRecorder;
+  /** How a run takes its thread (src/threads/run-hooks.ts). */
+  threadGate: ThreadGate;
   /** Finished runs' JSON answers, by `<org id>/<run id>`. */
   cache: MemoCache<string>;
 }
 
-export function createRunService({ db, deployments, supervisor, lifecycle, bus, cache }: RunServiceDeps) {
-  let threadGate: ThreadGate | null = null;
-
+export function createRunService({ db, deployments, executor, endRecorder, threadGate, cache }: RunServiceDeps) {
   async function get(orgId: string, id: string) {
     const row = await repo.findRun(db, orgId, id);
     if (!row) throw runNotFound();
@@ -77,7 +65,7 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
     timeout_seconds: number | null;
   };
 
-  /** Hands a created run to the supervisor: starts it in its reserved slot, or queues it. */
+  /** Hands a created run to the executor: starts it in its reserved slot, or queues it. */
   async function start(
     params: CreateRunParams,
     response: CreatedRun,
@@ -86,11 +74,11 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
     threadValues: Record<string, unknown> | null,
   ): Promise<RunStatus> {
     if (!reserved) {
-      supervisor.enqueued();
+      executor.enqueued();
       return 'pending';
     }
     const threadId = params.threadId ?? null;
-    return supervisor.launch({
+    return executor.launch({
       run: {
         id: response.run_id,
         org_id: params.orgId,
@@ -116,7 +104,7 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
    */
   async function createPlain(params: CreateRunParams): Promise<CreatedRun | null> {
     const runId = newId('run');
-    const reserved = supervisor.reserve();
+    const reserved = executor.reserve();
     const now = new Date();
     let version: Version | undefined;
     try {
@@ -128,12 +116,12 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
         thread_id: null,
         status: reserved ? 'running' : 'pending',
         input: params.input,
-        instance_id: reserved ? supervisor.instanceId : null,
+        instance_id: reserved ? executor.instanceId : null,
         created_at: now,
         started_at: reserved ? now : null,
       });
     } finally {
-      if (reserved && !version) supervisor.release();
+      if (reserved && !version) executor.release();
     }
     if (!version) return null;
     const response: CreatedRun = {
@@ -149,7 +137,7 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
   return {
     /**
      * Starts a run: one transaction (idempotency key, thread, running version, run row), then the
-     * supervisor starts its process. Resolves once the process runs, or the run waits as
+     * executor starts its process. Resolves once the process runs, or the run waits as
      * `pending` for a slot.
      */
     async createRun(params: CreateRunParams): Promise<CreatedRun> {
@@ -175,7 +163,6 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
         const first = await idempotency.findResponse<CreatedRun>(db, ref);
         if (first) return first;
       }
-      if (threadId && !threadGate) throw badRequest('thread_id: threads are not available');
 
       const version = await deployments.resolveRunningVersion(params.orgId, params.deploymentId, params.environment);
       const runId = newId('run');
@@ -195,11 +182,10 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
             const taken = await idempotency.claim(trx, ref, { ...response });
             if (!taken.claimed) return { replay: taken.response };
           }
-          const thread =
-            threadId && threadGate
-              ? await threadGate(trx, { orgId: params.orgId, threadId, deploymentId: params.deploymentId, runId })
-              : null;
-          reserved = supervisor.reserve();
+          const thread = threadId
+            ? await threadGate(trx, { orgId: params.orgId, threadId, deploymentId: params.deploymentId, runId })
+            : null;
+          reserved = executor.reserve();
           const now = new Date();
           response.status = reserved ? 'running' : 'pending';
           await repo.insertRun(trx, {
@@ -211,7 +197,7 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
             thread_id: threadId,
             status: response.status,
             input: params.input,
-            instance_id: reserved ? supervisor.instanceId : null,
+            instance_id: reserved ? executor.instanceId : null,
             created_at: now,
             started_at: reserved ? now : null,
           });
@@ -219,11 +205,11 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
           return { threadValues: thread?.values ?? null };
         });
       } catch (error) {
-        if (reserved) supervisor.release();
+        if (reserved) executor.release();
         throw error;
       }
       if ('replay' in outcome) {
-        if (reserved) supervisor.release();
+        if (reserved) executor.release();
         return outcome.replay;
       }
       const real = await start(params, response, version, reserved, outcome.threadValues);
@@ -232,15 +218,6 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
         if (ref) await idempotency.updateResponse(db, ref, { ...response });
       }
       return response;
-    },
-
-    onRunFinished(hook: RunFinishedHook, applies?: HookApplies): void {
-      lifecycle.onRunFinished(hook, applies);
-    },
-
-    /** Installed by the threads service. */
-    setThreadGate(gate: ThreadGate): void {
-      threadGate = gate;
     },
 
     /** A run as its JSON answer; a finished run no longer changes, so it is answered from memory. */
@@ -271,17 +248,17 @@ export function createRunService({ db, deployments, supervisor, lifecycle, bus, 
         if (row.status !== 'pending' && row.status !== 'running') {
           throw badRequest(`Cannot cancel run with status: ${row.status}`);
         }
-        if (row.status === 'running' && supervisor.owns(id)) {
-          if (await supervisor.cancel(id)) return { success: true, status: 'canceled' };
+        if (row.status === 'running' && executor.owns(id)) {
+          if (await executor.cancel(id)) return { success: true, status: 'canceled' };
           continue;
         }
-        // Claimed here a moment ago, its process about to start: the supervisor will own it.
-        if (row.status === 'running' && row.instance_id === supervisor.instanceId && attempt < 200) continue;
+        // Claimed here a moment ago, its process about to start: the executor will own it.
+        if (row.status === 'running' && row.instance_id === executor.instanceId && attempt < 200) continue;
         // Queued here, or running on another instance, which is told to stop its process (or does on its next tick).
-        const ended = await lifecycle.end(id, [row.status], { status: 'canceled', output: null, error: null }, 'next');
+        const canceled = { status: 'canceled' as const, output: null, error: null };
+        const ended = await endRecorder.end({ runId: id, from: [row.status], outcome: canceled, seq: 'next' });
         if (ended) {
-          if (row.status === 'running') supervisor.canceledElsewhere(id);
-          bus.publish(id, liveEnd(ended));
+          if (row.status === 'running') executor.canceledElsewhere(id);
           return { success: true, status: 'canceled' };
         }
         // It moved on meanwhile (started, or ended): look again.

@@ -109,7 +109,7 @@ export class RunStream {
   }
 
   /**
-   * Subscribes to live events, then reads the run (from the supervisor when the run is going on
+   * Subscribes to live events, then reads the run (from the executor when the run is going on
    * here, else from the store), so nothing falls between the two. Throws 404 for a run unknown
    * to the organization, before any response has started.
    */

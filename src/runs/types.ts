@@ -1,7 +1,8 @@
 import type { Transaction } from 'kysely';
-import type { Database, Environment } from '../db/types.js';
+import type { Environment, RunStatus } from '../db/columns.js';
+import type { Database } from '../db/types.js';
 
-export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'canceled';
+export type { RunStatus };
 export type TerminalRunStatus = 'succeeded' | 'failed' | 'canceled';
 
 export const isTerminal = (status: RunStatus): status is TerminalRunStatus =>
@@ -23,8 +24,8 @@ export interface FinishedRun {
   completed_at: Date;
 }
 
-/** Called inside the one transaction that ends a run, in registration order. */
-export type RunFinishedHook = (trx: Transaction<Database>, run: FinishedRun) => Promise<void>;
+/** Work a hook leaves for after the ending transaction has committed (sending webhooks, say). */
+export type AfterCommit = () => void;
 
 /** What the owner of a run knows of it before its end is written. */
 export interface RunIdentity {
@@ -33,10 +34,51 @@ export interface RunIdentity {
 }
 
 /**
- * Whether a hook has work for a run like this; a run no hook applies to ends in one statement,
- * without a transaction. A hook without one applies to every run.
+ * A part of a run's end owned by another resource (the thread's state, webhook deliveries),
+ * handed to the end recorder at construction. A run no hook applies to ends in one statement.
  */
-export type HookApplies = (run: RunIdentity) => boolean | Promise<boolean>;
+export interface RunEndHook {
+  /** Whether the hook has work for a run like this; without it the hook applies to every run. */
+  applies?(run: RunIdentity): boolean | Promise<boolean>;
+  /** Runs inside the one transaction that ends the run; what it returns runs after the commit. */
+  inTransaction(trx: Transaction<Database>, run: FinishedRun): Promise<AfterCommit | undefined>;
+}
+
+/**
+ * How a run in a thread takes its thread, inside the creating transaction: marks the thread busy
+ * with this run (or throws 404/409) and returns the values the runner receives.
+ */
+export type ThreadGate = (
+  trx: Transaction<Database>,
+  claim: { orgId: string; threadId: string; deploymentId: string; runId: string },
+) => Promise<{ values: Record<string, unknown> | null }>;
+
+/** What a runner is started with. */
+export interface LaunchSpec {
+  run: { id: string; org_id: string; deployment_id: string; version_id: string; thread_id: string | null };
+  input: Record<string, unknown>;
+  version: { command: string[]; cwd: string | null; env: Record<string, string>; timeout_seconds: number | null };
+  thread: { thread_id: string; values: Record<string, unknown> | null } | null;
+}
+
+/** The part that runs runs' processes, as the run service sees it (implemented by src/execution/). */
+export interface RunExecutor {
+  readonly instanceId: string;
+  /** A slot for a new run, unless none is free or queued runs come first. */
+  reserve(): boolean;
+  /** Gives back a reserved slot whose run was not created. */
+  release(): void;
+  /** Starts a run created as `running` under a reservation; resolves once it runs (or failed to start). */
+  launch(spec: LaunchSpec): Promise<RunStatus>;
+  /** A run was queued as pending: it starts when a slot is free, here or on another instance. */
+  enqueued(): void;
+  /** Whether this instance runs the run's process. */
+  owns(runId: string): boolean;
+  /** Cancels a run whose process runs here; false when it does not run here. */
+  cancel(runId: string): Promise<boolean>;
+  /** A run going on another instance was canceled here: its owner stops the process now. */
+  canceledElsewhere(runId: string): void;
+}
 
 export interface CreateRunParams {
   orgId: string;

@@ -1,9 +1,7 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Database } from '../db/types.js';
+import { sql } from 'kysely';
+import type { Db } from '../db/types.js';
 import { INDEXED_TYPES, SQL_TYPES, safeIdentifier } from './columns.js';
 import type { StoredColumn } from './db-types.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** Physical DDL. Every identifier is a generated id (checked by safeIdentifier), never a user's name. */
 

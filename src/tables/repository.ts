@@ -1,8 +1,6 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../db/types.js';
+import type { Transaction } from 'kysely';
+import type { Database, Db } from '../db/types.js';
 import type { StoredColumn } from './db-types.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 const catalogColumns = [
   'id',

@@ -1,11 +1,9 @@
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
-import type { Database } from '../db/types.js';
+import { type RawBuilder, sql } from 'kysely';
+import type { Db } from '../db/types.js';
 import { CASTS, safeIdentifier } from './columns.js';
 import type { ColumnKind, StoredColumn } from './db-types.js';
 import { tableRef } from './physical.js';
 import type { SqlValue } from './values.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** A physical row: system columns plus one member per column id. */
 export type RowRecord = {

@@ -1,8 +1,4 @@
-import type { ColumnType } from 'kysely';
-
-type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
-type Json<T> = ColumnType<T, string, string>;
-type NullableJson<T> = ColumnType<T | null, string | null | undefined, string | null>;
+import type { Json, NullableJson, Timestamp } from '../db/columns.js';
 
 export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
 

@@ -1,8 +1,6 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Database } from '../db/types.js';
+import { sql } from 'kysely';
+import type { Db } from '../db/types.js';
 import type { ThreadStatus } from './db-types.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 const threadColumns = [
   'id',

@@ -1,18 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Database, Environment } from '../db/types.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { RunService } from '../runs/service.js';
-import type { FinishedRun } from '../runs/types.js';
-import type { Supervisor } from '../supervisor/supervisor.js';
 import type { ThreadStatus } from './db-types.js';
 import * as repo from './repository.js';
-
-export const threadNotFound = () => notFound('Thread not found');
-const busy = (threadId: string, runId: string | null) =>
-  conflict(`Thread ${threadId} is busy with run ${runId ?? 'unknown'}`);
+import { threadBusy as busy, threadNotFound } from './run-hooks.js';
 
 function toThread(row: repo.ThreadRecord) {
   return {
@@ -34,49 +29,12 @@ function toThread(row: repo.ThreadRecord) {
 export function createThreadService({
   db,
   runs,
-  supervisor,
   caches,
 }: {
   db: Kysely<Database>;
   runs: RunService;
-  supervisor: Supervisor;
   caches: Pick<InstanceCaches, 'changing'>;
 }) {
-  runs.setThreadGate(async (trx, { orgId, threadId, deploymentId, runId }) => {
-    const taken = await repo.takeThread(trx, orgId, threadId, deploymentId, runId);
-    if (taken) return { values: taken.values };
-    const thread = await repo.findThread(trx, orgId, threadId);
-    if (!thread) throw threadNotFound();
-    if (thread.deployment_id !== deploymentId) {
-      throw badRequest(`thread_id: thread ${threadId} belongs to deployment ${thread.deployment_id}`);
-    }
-    throw busy(threadId, thread.active_run_id);
-  });
-
-  runs.onRunFinished(
-    async (trx, run: FinishedRun) => {
-      if (!run.thread_id) return;
-      const status: ThreadStatus = run.status === 'failed' ? 'error' : 'idle';
-      if (run.status !== 'succeeded') {
-        await repo.releaseThread(trx, run.thread_id, run.id, { status });
-        return;
-      }
-      const values = run.values ? { replace: run.values } : { merge: run.output ?? {} };
-      const released = await repo.releaseThread(trx, run.thread_id, run.id, { status, values });
-      if (released) {
-        await repo.insertCheckpoint(trx, {
-          id: newId('chk'),
-          thread_id: released.id,
-          run_id: run.id,
-          values: released.values,
-        });
-      }
-    },
-    (run) => run.threadId !== null,
-  );
-
-  supervisor.setThreadValuesLoader(async (threadId) => (await repo.threadValues(db, threadId))?.values ?? null);
-
   async function get(orgId: string, id: string) {
     const row = await repo.findThread(db, orgId, id);
     if (!row) throw threadNotFound();

@@ -1,8 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { Environment } from '../db/types.js';
-
-type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
-type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+import type { CreatedAt, Environment, UpdatedAt } from '../db/columns.js';
 
 export type WebhookEvent = 'run.succeeded' | 'run.failed';
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';

@@ -1,8 +1,7 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Database, Environment } from '../db/types.js';
+import { sql } from 'kysely';
+import type { Db, Environment } from '../db/types.js';
 import type { WebhookEvent } from './db-types.js';
 
-type Db = Kysely<Database> | Transaction<Database>;
 type Page = { limit: number; offset: number };
 
 /** Everything but the secret: a row read for a reply never carries it. */
@@ -122,13 +121,11 @@ export interface RunDeliveryInput {
   ids: string[];
   /** Lease the rows to this holder at once (the instance that will send them after commit). */
   lease: { token: string; seconds: number } | null;
-  /** NOTIFY each row's id on this channel; PostgreSQL delivers it only once the transaction commits. */
-  notifyChannel: string;
 }
 
 /**
  * One statement for a run's end: a delivery per enabled webhook of the deployment + environment
- * that wants the event, each announced by NOTIFY. Returns what sending needs.
+ * that wants the event. Returns what sending needs.
  */
 export async function insertRunDeliveries(db: Db, input: RunDeliveryInput) {
   const leaseToken = input.lease?.token ?? null;
@@ -152,21 +149,9 @@ export async function insertRunDeliveries(db: Db, input: RunDeliveryInput) {
       from targets t
       returning id, webhook_id
     )
-    select i.id, i.webhook_id, t.url, t.secret, pg_notify(${input.notifyChannel}, i.id) as notified
+    select i.id, i.webhook_id, t.url, t.secret
     from inserted i join targets t on t.id = i.webhook_id`.execute(db);
   return result.rows.map(({ id, webhook_id, url, secret }) => ({ id, webhook_id, url, secret }));
-}
-
-/** Which of these deliveries are visible (committed) and still leased to `leaseToken`. */
-export async function findLeased(db: Db, ids: string[], leaseToken: string): Promise<string[]> {
-  if (ids.length === 0) return [];
-  const rows = await db
-    .selectFrom('webhook_deliveries')
-    .select('id')
-    .where('id', 'in', ids)
-    .where('lease_token', '=', leaseToken)
-    .execute();
-  return rows.map((row) => row.id);
 }
 
 export function listDeliveries(db: Db, webhookId: string, page: Page) {

@@ -7,7 +7,6 @@ import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { FinishedRun } from '../runs/types.js';
 import { forbiddenUrlMessage } from './address-guard.js';
-import { DELIVERY_CHANNEL } from './commit-listener.js';
 import type { WebhookEvent } from './db-types.js';
 import { buildPayload, eventForRun } from './payload.js';
 import * as repo from './repository.js';
@@ -66,8 +65,8 @@ export interface WrittenDelivery {
 export interface DeliveryOutbox {
   /** The lease new deliveries are written with; null when nothing here will send them (they are polled). */
   leaseForNew(): { token: string; seconds: number } | null;
-  /** Deliveries written with that lease in a transaction that may not have committed yet. */
-  written(deliveries: WrittenDelivery[]): void;
+  /** Deliveries written with that lease, once their transaction has committed: sent now. */
+  sendCommitted(deliveries: WrittenDelivery[]): void;
   /** Something became due now. */
   wake(): void;
 }
@@ -185,14 +184,17 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
     },
 
     /**
-     * The run-finished hook: one delivery per enabled webhook of the run's deployment and
-     * environment that wants the event, written in the transaction that ends the run.
+     * At a run's end, inside its ending transaction: one delivery per enabled webhook of the run's
+     * deployment and environment that wants the event; with a lease, held for its holder to send.
      */
-    async enqueueForRun(trx: Transaction<Database>, run: FinishedRun): Promise<string[]> {
+    async enqueueForRun(
+      trx: Transaction<Database>,
+      run: FinishedRun,
+      lease: { token: string; seconds: number } | null = null,
+    ): Promise<WrittenDelivery[]> {
       const event = eventForRun(run);
       if (event === null) return [];
       const payload = buildPayload(event, run);
-      const lease = options.outbox?.leaseForNew() ?? null;
       const rows = await repo.insertRunDeliveries(trx, {
         deploymentId: run.deployment_id,
         environment: run.environment,
@@ -201,10 +203,8 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
         payload,
         ids: Array.from({ length: IDS_PER_RUN }, () => newId('dlv')),
         lease,
-        notifyChannel: DELIVERY_CHANNEL,
       });
-      if (lease && rows.length > 0) options.outbox?.written(rows.map((row) => ({ ...row, event, payload })));
-      return rows.map((row) => row.id);
+      return rows.map((row) => ({ ...row, event, payload }));
     },
   };
 }

@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { DatabaseHandle } from '../db/connect.js';
 import type { Database } from '../db/types.js';
 import { randomToken } from '../ids.js';
-import { type CommitListener, listenForCommits } from './commit-listener.js';
 import * as repo from './repository.js';
 import { retryDelaySeconds } from './retry.js';
 import { createSender, type Sender } from './sender.js';
@@ -20,19 +19,10 @@ export interface DeliveryWorkerOptions {
   pollIntervalMs?: number;
   /** Claimed attempts in flight at once. */
   concurrency?: number;
-  /** Wait for commits by NOTIFY (default); false: look them up instead (tests of that path). */
-  listen?: boolean;
   /** Told the outcome of every attempt (for metrics): `pending` means a retry is scheduled. */
   onAttempt?: (outcome: 'succeeded' | 'failed' | 'pending') => void;
 }
 
-/**
- * Deliveries written at a run's end wait here for their commit. The commit's NOTIFY starts them;
- * without it they are looked up: at once when no listener runs, else after this long.
- */
-const COMMIT_CHECK_MS = { listening: 250, polling: 5 } as const;
-/** A written delivery never seen committed is forgotten after this (its transaction rolled back). */
-const COMMIT_GIVE_UP_MS = 30_000;
 /** A claim that found nothing while something is due (locked by another claimer) waits this long. */
 const BUSY_BACKOFF_MS = 25;
 /** On shutdown, attempts in flight get this long to finish before they are aborted and released. */
@@ -41,7 +31,7 @@ const SHUTDOWN_GRACE_MS = 2_000;
 type Sendable = repo.ClaimedDelivery;
 
 /**
- * The outbox worker: sends deliveries as their run-ending transactions commit, leases due ones
+ * The outbox worker: sends deliveries once their run-ending transactions commit, leases due ones
  * (retries, other instances' leftovers) with SKIP LOCKED, signs each attempt, records it and
  * schedules the next. Leases make it safe beside other instances and resumable after a crash.
  */
@@ -54,14 +44,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
   const leaseSeconds = options.timeoutSeconds * 3 + 10;
 
   let sender: Sender | null = null;
-  let listener: CommitListener | null = null;
   let running = false;
   let loopDone: Promise<void> = Promise.resolve();
   let abort = new AbortController();
   /** The lease this instance writes new deliveries with. */
   let ownToken = randomToken(16);
   const inFlight = new Set<Promise<void>>();
-  const awaitingCommit = new Map<string, { delivery: Sendable; since: number }>();
 
   let wakeUp: (() => void) | null = null;
   // A wake that comes while a pass runs is kept, so the sleep after that pass is skipped.
@@ -154,35 +142,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
     inFlight.add(task);
   }
 
-  /** A commit's NOTIFY: the delivery is durable now, and already leased to us. */
-  function committed(id: string) {
-    const entry = awaitingCommit.get(id);
-    if (!entry || !running) return;
-    awaitingCommit.delete(id);
-    start(entry.delivery, ownToken);
-  }
-
-  /** Written deliveries whose NOTIFY has not come (no listener, or a lost one): ask the database. */
-  async function checkCommits(): Promise<number | null> {
-    if (awaitingCommit.size === 0) return null;
-    const now = Date.now();
-    const checkAfter = listener?.active ? COMMIT_CHECK_MS.listening : COMMIT_CHECK_MS.polling;
-    const due = [...awaitingCommit].filter(([, entry]) => now - entry.since >= checkAfter).map(([id]) => id);
-    if (due.length > 0) {
-      for (const id of await repo.findLeased(db, due, ownToken)) committed(id);
-      for (const id of due) {
-        const entry = awaitingCommit.get(id);
-        if (entry && now - entry.since > COMMIT_GIVE_UP_MS) awaitingCommit.delete(id);
-      }
-    }
-    if (awaitingCommit.size === 0) return null;
-    const oldest = Math.min(...[...awaitingCommit.values()].map((entry) => entry.since));
-    return Math.max(COMMIT_CHECK_MS.polling, oldest + checkAfter - Date.now());
-  }
-
   /** One look at the outbox; returns how long to sleep before the next. */
   async function pass(): Promise<number> {
-    const commitWait = await checkCommits();
     const free = concurrency - inFlight.size;
     let waitMs = pollIntervalMs;
     if (free > 0) {
@@ -196,7 +157,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
         waitMs = Math.min(pollIntervalMs, claimed.length === 0 && dueMs === 0 ? BUSY_BACKOFF_MS : dueMs);
       }
     }
-    return commitWait === null ? waitMs : Math.min(waitMs, commitWait);
+    return waitMs;
   }
 
   async function loop() {
@@ -215,16 +176,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
 
   const outbox: DeliveryOutbox = {
     leaseForNew: () => (running ? { token: ownToken, seconds: leaseSeconds } : null),
-    written(deliveries: WrittenDelivery[]) {
-      const since = Date.now();
+    sendCommitted(deliveries: WrittenDelivery[]) {
+      // Written under this incarnation's lease; after a restart the lease lapses and any worker claims them.
+      if (!running) return;
       for (const delivery of deliveries) {
-        awaitingCommit.set(delivery.id, {
-          delivery: { ...delivery, attempts: 0, cycle_attempts: 0, enabled: true },
-          since,
-        });
+        start({ ...delivery, attempts: 0, cycle_attempts: 0, enabled: true }, ownToken);
       }
-      // Without a listener the loop looks the commit up shortly.
-      if (!listener?.active) setImmediate(wake);
     },
     wake: () => setImmediate(wake),
   };
@@ -238,12 +195,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
       abort = new AbortController();
       ownToken = randomToken(16);
       sender = createSender({ timeoutSeconds: options.timeoutSeconds, allowPrivateUrls: options.allowPrivateUrls });
-      try {
-        listener = options.listen === false ? null : await listenForCommits(database, committed, logger);
-      } catch (error) {
-        logger.warn({ err: error }, 'webhook commit listener unavailable; polling instead');
-        listener = null;
-      }
       loopDone = loop();
     },
 
@@ -252,16 +203,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
       running = false;
       wake();
       await loopDone;
-      await listener?.close().catch(() => {});
-      listener = null;
       const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
       await Promise.race([Promise.allSettled([...inFlight]), grace]);
       abort.abort();
       await Promise.allSettled([...inFlight]);
-      // Leased to us but never sent: hand them back so another instance or a restart sends them at once.
-      const unsent = [...awaitingCommit.keys()];
-      awaitingCommit.clear();
-      await Promise.allSettled(unsent.map((id) => repo.releaseLease(db, id, ownToken)));
       await sender?.close();
       sender = null;
     },

@@ -24,37 +24,33 @@ describe('fuzzing every route', () => {
 
   beforeAll(async () => {
     ctx = await createTestContext({ WEBHOOK_ALLOW_PRIVATE_URLS: 'false' });
-    // Real ids, so malformed bodies also reach the validation behind the path.
+    // Real ids, so malformed bodies also reach the validation behind the path. A set-up call that
+    // fails stops the file: fuzzing without them would quietly test less.
     const post = async (url: string, body: unknown) => {
       const response = await ctx.call('POST', url, { body });
-      return response.statusCode < 300 ? (response.json() as Record<string, unknown>) : undefined;
+      if (response.statusCode >= 300)
+        throw new Error(`fuzz set-up: POST ${url} → ${response.statusCode} ${response.body}`);
+      return response.json() as Record<string, unknown>;
     };
     const deployment = await post('/v1/deployments', { name: 'fuzz' });
-    if (deployment) {
-      realIds.deployments = deployment.id as string;
-      const version = await post(`/v1/deployments/${deployment.id}/versions`, {
-        command: [process.execPath, TRIVIAL_CREW],
-        environment: 'production',
-      });
-      realIds.versions = (version?.id as string) ?? 'ver_x';
-      const run = await post('/v1/runs', { deployment_id: deployment.id, input: {} });
-      if (run) realIds.runs = run.run_id as string;
-      const thread = await post('/v1/threads', { deployment_id: deployment.id });
-      if (thread) realIds.threads = thread.thread_id as string;
-      const webhook = await post('/v1/webhooks', {
-        deployment_id: deployment.id,
-        name: 'fuzz',
-        url: 'https://example.com/hook',
-        events: ['run.succeeded'],
-      });
-      if (webhook) realIds.webhooks = webhook.id as string;
-    }
+    realIds.deployments = deployment.id as string;
+    const version = await post(`/v1/deployments/${deployment.id}/versions`, {
+      command: [process.execPath, TRIVIAL_CREW],
+      environment: 'production',
+    });
+    realIds.versions = version.id as string;
+    realIds.runs = (await post('/v1/runs', { deployment_id: deployment.id, input: {} })).run_id as string;
+    realIds.threads = (await post('/v1/threads', { deployment_id: deployment.id })).thread_id as string;
+    const webhook = await post('/v1/webhooks', {
+      deployment_id: deployment.id,
+      name: 'fuzz',
+      url: 'https://example.com/hook',
+      events: ['run.succeeded'],
+    });
+    realIds.webhooks = webhook.id as string;
     const table = await post('/v1/tables', { name: 'fuzz', columns: [{ name: 'n', type: 'number' }] });
-    if (table) {
-      realIds.tables = table.id as string;
-      const row = await post(`/v1/tables/${table.id}/rows`, { n: 1 });
-      if (row) realIds.rows = row.id as string;
-    }
+    realIds.tables = table.id as string;
+    realIds.rows = (await post(`/v1/tables/${table.id}/rows`, { n: 1 })).id as string;
   });
   afterAll(() => ctx.close());
 

@@ -1,14 +1,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { bootstrapDefaultOrganization } from '../../src/access/bootstrap.js';
-import { buildApp } from '../../src/app.js';
-import { type Config, loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
-import type { RunTimings } from '../../src/runs/runtime.js';
-import { ADMIN_KEY, type CallOptions } from '../helpers/app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import type { RunTimings } from '../../src/compose.js';
+import { ADMIN_KEY, startTestApp, type TestContext, testConfig } from '../helpers/app.js';
+import type { TestDatabase } from '../helpers/database.js';
+import { until } from '../helpers/poll.js';
 
 export const CREWS = path.resolve(import.meta.dirname, '../../examples/crews');
 export const crew = (file: string) => [process.execPath, path.join(CREWS, file)];
@@ -16,73 +12,16 @@ export const crew = (file: string) => [process.execPath, path.join(CREWS, file)]
 /** Short intervals so tests of keepalives, fallbacks and kills finish quickly. */
 export const FAST_TIMINGS: Partial<RunTimings> = { keepaliveMs: 200, pollMs: 100, killGraceMs: 300, leaseTickMs: 200 };
 
-export interface RunContext {
-  app: FastifyInstance;
-  database: TestDatabase;
-  config: Config;
-  baseUrl: string;
-  call(method: InjectOptions['method'], url: string, options?: CallOptions): Promise<LightMyRequestResponse>;
-  /** Builds a new app on the same database (a restart after `app.close()`); it becomes `app`. */
-  restart(): Promise<void>;
-  close(): Promise<void>;
-}
+export type RunContext = TestContext;
 
-export function configFor(env: Record<string, string> = {}): Config {
-  return loadConfig({
-    BOOTSTRAP_API_KEY: ADMIN_KEY,
-    LOG_LEVEL: 'silent',
-    DATA_DIR: './data-test',
-    PATH: process.env.PATH ?? '',
-    ...env,
-  });
-}
-
-async function listen(app: FastifyInstance): Promise<string> {
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const address = app.server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  return `http://127.0.0.1:${address.port}`;
-}
+export const configFor = testConfig;
 
 /** The app on a fresh database, listening on a real port (streams need real sockets). */
-export async function createRunContext(
+export const createRunContext = (
   env: Record<string, string> = {},
   timings: Partial<RunTimings> = FAST_TIMINGS,
   database?: TestDatabase,
-): Promise<RunContext> {
-  const config = configFor(env);
-  const db = database ?? (await createTestDatabase());
-  await bootstrapDefaultOrganization(db.handle.db, config.bootstrapApiKey);
-  const build = () => buildApp({ config, database: db.handle, logger: createLogger(config.logLevel), timings });
-  const app = await build();
-  const baseUrl = await listen(app);
-  const ctx: RunContext = {
-    app,
-    database: db,
-    config,
-    baseUrl,
-    call(method, url, options = {}) {
-      const key = options.key === undefined ? ADMIN_KEY : options.key;
-      const headers: Record<string, string> = { ...options.headers };
-      if (key !== null) headers.authorization = `Bearer ${key}`;
-      return ctx.app.inject({
-        method,
-        url,
-        headers,
-        ...(options.body === undefined ? {} : { payload: options.body as object }),
-      });
-    },
-    async restart() {
-      ctx.app = await build();
-      ctx.baseUrl = await listen(ctx.app);
-    },
-    async close() {
-      await ctx.app.close();
-      if (!database) await db.destroy();
-    },
-  };
-  return ctx;
-}
+): Promise<RunContext> => startTestApp({ env, timings, listen: true, ...(database ? { database } : {}) });
 
 export async function deploy(
   ctx: Pick<RunContext, 'call'>,
@@ -132,18 +71,7 @@ export async function waitForRun(
   }
 }
 
-export async function until<T>(
-  probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
+export { until };
 
 export interface SseMessage {
   id?: string;

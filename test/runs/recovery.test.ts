@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { instanceName } from '../../src/supervisor/instance-lease.js';
+import { instanceName } from '../../src/execution/instance-lease.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 import {

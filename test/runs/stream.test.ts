@@ -37,7 +37,8 @@ describe('run event stream', () => {
   const url = (runId: string, query = '') => `${ctx.baseUrl}/v1/runs/${runId}/events${query}`;
 
   it('streams ids 1, 2, 3… with data lines, live, and ends with one complete', async () => {
-    const { run_id } = await startRun(ctx, slow, { ticks: 5, interval_ms: 20 });
+    // Slow enough that the stream opens while the run is going on, even on a busy machine.
+    const { run_id } = await startRun(ctx, slow, { ticks: 5, interval_ms: 250 });
     const stream = await readStream(url(run_id));
     expect(stream.status).toBe(200);
     expect(stream.contentType).toContain('text/event-stream');

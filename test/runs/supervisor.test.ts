@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,7 +148,28 @@ describe('run supervisor and runner protocol', () => {
     expect(response.json().status).toBe('failed');
     const run = (await ctx.call('GET', `/v1/runs/${response.json().run_id}`)).json();
     expect(run.status).toBe('failed');
-    expect(run.error_message).toMatch(/^Failed to start runner: .*ENOENT/);
+    expect(run.error_message).toBe('Failed to start runner: program /no/such/program not found or not executable');
+  });
+
+  it('names a program missing from PATH, and a script missing from the run folder', async () => {
+    const { deploymentId: noProgram } = await deploy(ctx, ['no-such-crew-program', 'x']);
+    const first = await waitForRun(ctx, (await startRun(ctx, noProgram)).run_id);
+    expect(first.error_message).toBe(
+      `Failed to start runner: program "no-such-crew-program" not found on PATH ${process.env.PATH}`,
+    );
+    const { deploymentId: noScript } = await deploy(ctx, [process.execPath, 'missing-crew.mjs']);
+    const { run_id } = await startRun(ctx, noScript);
+    const second = await waitForRun(ctx, run_id);
+    const folder = path.resolve(ctx.config.dataDir, 'runs', run_id);
+    expect(second.error_message).toBe(`Failed to start runner: script ${folder}/missing-crew.mjs not found`);
+  });
+
+  it("fails a Node crew that throws with its error, not Node's version line", async () => {
+    const script = path.join(ctx.config.dataDir, 'throws.mjs');
+    writeFileSync(script, "throw new TypeError('the crew broke');\n");
+    const { deploymentId } = await deploy(ctx, [process.execPath, script]);
+    const run = await waitForRun(ctx, (await startRun(ctx, deploymentId)).run_id);
+    expect(run.error_message).toMatch(/^Runner exited with code 1: TypeError: the crew broke/);
   });
 
   it('fails a run whose version cwd is missing', async () => {

@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { describe, expect, inject, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
 import { ADMIN_KEY } from '../helpers/app.js';
 import { usingPostgres } from '../helpers/database.js';
+import { until as poll } from '../helpers/poll.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 import { readStream as readRunStream } from '../runs/helpers.js';
 
@@ -79,15 +79,9 @@ export async function startInstance(
   return instance;
 }
 
-export async function until<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(50);
-  }
-}
+/** The shared poll, with a longer default: instances are separate processes on a busy machine. */
+export const until = <T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000) =>
+  poll(probe, timeoutMs);
 
 export function pidAlive(pid: number): boolean {
   try {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOST_RUN_ERROR } from '../../src/supervisor/instance-lease.js';
+import { LOST_RUN_ERROR } from '../../src/execution/instance-lease.js';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { type Receiver, startReceiver } from '../webhooks/helpers.js';
 import {

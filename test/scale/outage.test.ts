@@ -7,7 +7,9 @@ import {
   deploy,
   explainPostgresOnly,
   type Instance,
+  pidAlive,
   readStream,
+  runnerPid,
   startInstance,
   startRun,
   until,
@@ -49,6 +51,7 @@ describe.runIf(usingPostgres())('a PostgreSQL outage under load', () => {
       (await startRun(instance, slow, { interval_ms: 50, ticks: 20 }, { thread_id: thread.thread_id })).run_id,
     );
     const stream = readStream(`${instance.baseUrl}/v1/runs/${runIds[0]}/events`);
+    const slowPids = await Promise.all(runIds.map((runId) => runnerPid(database.handle.db, runId)));
 
     // Steady load meanwhile: reads and new runs.
     const statuses: number[] = [];
@@ -72,15 +75,15 @@ describe.runIf(usingPostgres())('a PostgreSQL outage under load', () => {
       }
     })();
 
-    await sleep(300);
+    await until(async () => statuses.length >= 4);
     // A run writing an event every millisecond through the outage: thousands wait to be stored.
     const busy = (await startRun(instance, chatty, { count: 4000, interval_ms: 1 })).run_id;
     runIds.push(busy);
     proxy.cut();
     const downFrom = statuses.length;
     await until(async () => statuses.slice(downFrom).filter((status) => status === 503).length >= 10);
-    // Long enough for the running runs to end while their ends cannot be written.
-    await sleep(2500);
+    // The running runs end while their ends cannot be written.
+    await until(async () => slowPids.every((pid) => !pidAlive(pid)), 15_000);
     const duringOutage = statuses.slice(downFrom);
     proxy.restore();
 

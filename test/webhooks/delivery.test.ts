@@ -10,9 +10,9 @@ import {
   getDelivery,
   type Receiver,
   startReceiver,
+  until,
   verifySignature,
   type WebhookTestContext,
-  waitFor,
 } from './helpers.js';
 
 describe('outgoing webhook delivery', () => {
@@ -43,7 +43,7 @@ describe('outgoing webhook delivery', () => {
     const [deliveryId] = await enqueueRunEnd(ctx, run);
     expect(deliveryId).toMatch(/^dlv_/);
 
-    const delivery = await waitFor(async () => {
+    const delivery = await until(async () => {
       const row = await getDelivery(ctx, hook.id, deliveryId as string);
       return row.status === 'succeeded' ? row : undefined;
     });
@@ -122,7 +122,7 @@ describe('outgoing webhook delivery', () => {
     const run = finishedRun(deploymentId, { status: 'failed', output: null, error_message: 'boom' });
     const ids = await enqueueRunEnd(ctx, run);
     expect(ids).toHaveLength(2);
-    await waitFor(async () => {
+    await until(async () => {
       for (const hook of [wanted, second]) {
         const list = (await ctx.call('GET', `/v1/webhooks/${hook.id}/deliveries`)).json().deliveries;
         if (list.length !== 1 || list[0].status === 'pending') return false;
@@ -157,7 +157,7 @@ describe('outgoing webhook delivery', () => {
     const port = await freePort();
     const hook = await createWebhook(ctx, { deployment_id: deploymentId, url: `http://127.0.0.1:${port}/hook` });
     const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
-    const failing = await waitFor(async () => {
+    const failing = await until(async () => {
       const row = await getDelivery(ctx, hook.id, deliveryId as string);
       return row.attempts >= 2 ? row : undefined;
     });
@@ -169,14 +169,14 @@ describe('outgoing webhook delivery', () => {
     const late = await startReceiver(port, hook.secret);
     late.respond = (delivery) => (delivery.verified ? 500 : 401);
     try {
-      const errored = await waitFor(async () => {
+      const errored = await until(async () => {
         const row = await getDelivery(ctx, hook.id, deliveryId as string);
         return row.response_status === 500 ? row : undefined;
       });
       expect(errored.status).toBe('pending');
       expect(errored.error_message).toBe('Receiver answered 500');
       late.respond = (delivery) => (delivery.verified ? 204 : 401);
-      const done = await waitFor(async () => {
+      const done = await until(async () => {
         const row = await getDelivery(ctx, hook.id, deliveryId as string);
         return row.status === 'succeeded' ? row : undefined;
       });
@@ -202,7 +202,7 @@ describe('outgoing webhook delivery', () => {
     receiver.secret = hook.secret;
     receiver.respond = () => 410;
     const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
-    const row = await waitFor(async () => {
+    const row = await until(async () => {
       const found = await getDelivery(ctx, hook.id, deliveryId as string);
       return found.status === 'failed' ? found : undefined;
     });
@@ -220,12 +220,12 @@ describe('outgoing webhook delivery', () => {
     const hook = await createWebhook(ctx, { deployment_id: deploymentId, url: receiver.url });
     receiver.secret = hook.secret;
     const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
-    await waitFor(async () => (await getDelivery(ctx, hook.id, deliveryId as string)).status === 'succeeded');
+    await until(async () => (await getDelivery(ctx, hook.id, deliveryId as string)).status === 'succeeded');
 
     const response = await ctx.call('POST', `/v1/webhooks/${hook.id}/deliveries/${deliveryId}/redeliver`);
     expect(response.statusCode).toBe(202);
     expect(response.json()).toEqual({ id: deliveryId, status: 'pending' });
-    const row = await waitFor(async () => {
+    const row = await until(async () => {
       const found = await getDelivery(ctx, hook.id, deliveryId as string);
       return found.status === 'succeeded' && found.attempts === 2 ? found : undefined;
     });
@@ -252,7 +252,7 @@ describe('outgoing webhook delivery', () => {
 
     // The receiver still knows only the old secret: it refuses, and the delivery is retried.
     const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
-    const refused = await waitFor(async () => {
+    const refused = await until(async () => {
       const row = await getDelivery(ctx, hook.id, deliveryId as string);
       return row.response_status === 401 ? row : undefined;
     });
@@ -262,7 +262,7 @@ describe('outgoing webhook delivery', () => {
     expect(first && verifySignature(newSecret, first.headers, first.body)).toBe(true);
 
     receiver.secret = newSecret;
-    await waitFor(async () => (await getDelivery(ctx, hook.id, deliveryId as string)).status === 'succeeded');
+    await until(async () => (await getDelivery(ctx, hook.id, deliveryId as string)).status === 'succeeded');
   });
 
   it('does not follow redirects: a 3xx answer is a failed attempt', async () => {
@@ -272,7 +272,7 @@ describe('outgoing webhook delivery', () => {
     receiver.respond = () => ({ status: 302, headers: { location: elsewhere.url } });
     try {
       const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
-      const row = await waitFor(async () => {
+      const row = await until(async () => {
         const found = await getDelivery(ctx, hook.id, deliveryId as string);
         return found.response_status === 302 ? found : undefined;
       });
@@ -305,7 +305,7 @@ describe('outgoing webhook delivery: end of the schedule and timeouts', () => {
     receiver.secret = hook.secret;
     receiver.respond = () => 503;
     const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
-    const row = await waitFor(async () => {
+    const row = await until(async () => {
       const found = await getDelivery(ctx, hook.id, deliveryId as string);
       return found.status === 'failed' ? found : undefined;
     });
@@ -322,7 +322,7 @@ describe('outgoing webhook delivery: end of the schedule and timeouts', () => {
     receiver.secret = hook.secret;
     receiver.respond = () => null;
     const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
-    const row = await waitFor(async () => {
+    const row = await until(async () => {
       const found = await getDelivery(ctx, hook.id, deliveryId as string);
       return found.attempts >= 1 ? found : undefined;
     });

@@ -9,8 +9,8 @@ import {
   getDelivery,
   type Receiver,
   startReceiver,
+  until,
   type WebhookTestContext,
-  waitFor,
 } from './helpers.js';
 
 describe('address guard', () => {
@@ -141,7 +141,7 @@ describe('outgoing webhooks without WEBHOOK_ALLOW_PRIVATE_URLS', () => {
       .execute();
     receiver.secret = hook.secret;
     const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
-    const row = await waitFor(async () => {
+    const row = await until(async () => {
       const found = await getDelivery(ctx, hook.id, deliveryId as string);
       return found.attempts >= 1 ? found : undefined;
     });

@@ -1,97 +1,36 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { bootstrapDefaultOrganization, DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
-import { type AppDependencies, buildApp } from '../../src/app.js';
+import { DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
+import type { AppDependencies } from '../../src/app.js';
 import { createInstanceCaches } from '../../src/cache/instance-caches.js';
-import { type Config, loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
 import type { FinishedRun } from '../../src/runs/types.js';
 import { createWebhookService } from '../../src/webhooks/service.js';
-import { ADMIN_KEY } from '../helpers/app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { startTestApp, type TestContext } from '../helpers/app.js';
+import type { TestDatabase } from '../helpers/database.js';
 
-export interface WebhookTestContext {
-  app: FastifyInstance;
-  database: TestDatabase;
-  config: Config;
-  /** Everything the app logged (at LOG_LEVEL, default silent). */
-  logs(): string;
-  call(
-    method: InjectOptions['method'],
-    url: string,
-    options?: { key?: string | null; body?: unknown; headers?: Record<string, string> },
-  ): Promise<LightMyRequestResponse>;
-  /** Closes the app only; the database stays for another app (a restart). */
-  closeApp(): Promise<void>;
-  close(): Promise<void>;
-}
+export { until } from '../helpers/poll.js';
+
+export type WebhookTestContext = TestContext;
 
 /**
- * Builds the app like test/helpers/app.ts, on a fresh database or on `database` (to restart
- * on the same one), with a fast-polling delivery worker.
+ * The app on a fresh database or on `database` (to restart on the same one), with fast webhook
+ * retries and a fast-polling delivery worker.
  */
-export async function createWebhookTestContext(
+export const createWebhookTestContext = (
   env: Record<string, string> = {},
   options: { database?: TestDatabase; webhookWorker?: AppDependencies['webhookWorker'] } = {},
-): Promise<WebhookTestContext> {
-  const config = loadConfig({
-    BOOTSTRAP_API_KEY: ADMIN_KEY,
-    LOG_LEVEL: 'silent',
-    DATA_DIR: './data-test',
-    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-    WEBHOOK_RETRY_SCHEDULE: '0.05,0.1,0.2',
-    WEBHOOK_TIMEOUT_SECONDS: '5',
-    PATH: process.env.PATH ?? '',
-    ...env,
-  });
-  const database = options.database ?? (await createTestDatabase());
-  await bootstrapDefaultOrganization(database.handle.db, config.bootstrapApiKey);
-  let logText = '';
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      logText += chunk.toString();
-      done();
+): Promise<WebhookTestContext> =>
+  startTestApp({
+    env: {
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '0.05,0.1,0.2',
+      WEBHOOK_TIMEOUT_SECONDS: '5',
+      ...env,
     },
-  });
-  const app = await buildApp({
-    config,
-    database: database.handle,
-    logger: createLogger(config.logLevel, sink),
+    ...(options.database ? { database: options.database } : {}),
     webhookWorker: { pollIntervalMs: 50, ...options.webhookWorker },
   });
-  await app.ready();
-  let appClosed = false;
-  const closeApp = async () => {
-    if (appClosed) return;
-    appClosed = true;
-    await app.close();
-  };
-  return {
-    app,
-    database,
-    config,
-    logs: () => logText,
-    call(method, url, callOptions = {}) {
-      const key = callOptions.key === undefined ? ADMIN_KEY : callOptions.key;
-      const headers: Record<string, string> = { ...callOptions.headers };
-      if (key !== null) headers.authorization = `Bearer ${key}`;
-      return app.inject({
-        method,
-        url,
-        headers,
-        ...(callOptions.body === undefined ? {} : { payload: callOptions.body as object }),
-      });
-    },
-    closeApp,
-    async close() {
-      await closeApp();
-      await database.destroy();
-    },
-  };
-}
 
 export interface ReceivedDelivery {
   headers: IncomingHttpHeaders;
@@ -173,20 +112,6 @@ export async function freePort(): Promise<number> {
   return probe.port;
 }
 
-/** Polls `check` until it returns a value other than undefined/false; fails after `timeoutMs`. */
-export async function waitFor<T>(
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 export async function createDeployment(ctx: WebhookTestContext, name = 'hooks'): Promise<string> {
   const response = await ctx.call('POST', '/v1/deployments', { body: { name } });
   if (response.statusCode !== 201) throw new Error(`creating deployment failed: ${response.body}`);
@@ -231,7 +156,8 @@ export async function enqueueRunEnd(ctx: WebhookTestContext, run: FinishedRun): 
     allowPrivateUrls: true,
     caches: createInstanceCaches({ ...ctx.database.handle, listener: null }),
   });
-  return ctx.database.handle.db.transaction().execute((trx) => service.enqueueForRun(trx, run));
+  const written = await ctx.database.handle.db.transaction().execute((trx) => service.enqueueForRun(trx, run));
+  return written.map((delivery) => delivery.id);
 }
 
 export async function getDelivery(ctx: WebhookTestContext, webhookId: string, deliveryId: string) {

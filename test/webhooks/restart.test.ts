@@ -11,8 +11,8 @@ import {
   getDelivery,
   type Receiver,
   startReceiver,
+  until,
   type WebhookTestContext,
-  waitFor,
 } from './helpers.js';
 
 describe('deliveries survive a restart', () => {
@@ -35,7 +35,7 @@ describe('deliveries survive a restart', () => {
     const port = await freePort();
     const hook = await createWebhook(first, { deployment_id: deploymentId, url: `http://127.0.0.1:${port}/hook` });
     const [deliveryId] = await enqueueRunEnd(first, finishedRun(deploymentId));
-    const failing = await waitFor(async () => {
+    const failing = await until(async () => {
       const row = await getDelivery(first, hook.id, deliveryId as string);
       return row.attempts >= 2 ? row : undefined;
     });
@@ -56,7 +56,7 @@ describe('deliveries survive a restart', () => {
       { database: first.database },
     );
 
-    const done = await waitFor(async () => {
+    const done = await until(async () => {
       const row = await getDelivery(second as WebhookTestContext, hook.id, deliveryId as string);
       return row.status === 'succeeded' ? row : undefined;
     });
@@ -80,7 +80,7 @@ describe('deliveries survive a restart', () => {
         allowPrivateUrls: true,
         caches: createInstanceCaches({ ...ctx.database.handle, listener: null }),
       });
-      const [id] = await service.enqueueForRun(trx, finishedRun(deploymentId));
+      const [id] = (await service.enqueueForRun(trx, finishedRun(deploymentId))).map((delivery) => delivery.id);
       await trx
         .updateTable('webhook_deliveries')
         .set({ lease_token: 'dead-instance', lease_until: new Date(Date.now() - 1000) })
@@ -88,7 +88,7 @@ describe('deliveries survive a restart', () => {
         .execute();
     });
     const [row] = (await ctx.call('GET', `/v1/webhooks/${hook.id}/deliveries`)).json().deliveries;
-    const done = await waitFor(async () => {
+    const done = await until(async () => {
       const found = await getDelivery(ctx, hook.id, row.id);
       return found.status === 'succeeded' ? found : undefined;
     });

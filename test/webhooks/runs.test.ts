@@ -7,8 +7,8 @@ import {
   deleteAllWebhooks,
   type Receiver,
   startReceiver,
+  until,
   type WebhookTestContext,
-  waitFor,
 } from './helpers.js';
 
 const CREWS = path.resolve(import.meta.dirname, '../../examples/crews');
@@ -35,7 +35,7 @@ describe('webhooks with real runs', () => {
   afterEach(() => deleteAllWebhooks(ctx));
 
   async function finished(runId: string) {
-    return waitFor(async () => {
+    return until(async () => {
       const run = (await ctx.call('GET', `/v1/runs/${runId}`)).json();
       return ['succeeded', 'failed', 'canceled'].includes(run.status) ? run : undefined;
     });
@@ -130,7 +130,7 @@ describe('webhooks with real runs', () => {
     receiver.secret = webhook.secret;
     const withHook = await start();
     expect(await deliveriesOf(withHook)).toHaveLength(1);
-    await waitFor(() => receiver.received.find((r) => JSON.parse(r.body).data.run_id === withHook));
+    await until(() => receiver.received.find((r) => JSON.parse(r.body).data.run_id === withHook));
     expect((await ctx.call('DELETE', `/v1/webhooks/${webhook.id}`)).statusCode).toBe(200);
     expect(await deliveriesOf(await start())).toHaveLength(0);
   });
@@ -143,7 +143,7 @@ describe('webhooks with real runs', () => {
     const runId = response.json().run_id as string;
     const run = await finished(runId);
 
-    const received = await waitFor(() => receiver.received.find((r) => JSON.parse(r.body).data.run_id === runId));
+    const received = await until(() => receiver.received.find((r) => JSON.parse(r.body).data.run_id === runId));
     expect(received.verified).toBe(true);
     expect(received.headers['x-service-event']).toBe('run.succeeded');
     const body = JSON.parse(received.body);
@@ -162,7 +162,7 @@ describe('webhooks with real runs', () => {
       event: 'run.succeeded',
       id: received.headers['x-service-delivery'],
     });
-    await waitFor(async () => {
+    await until(async () => {
       const list = (await ctx.call('GET', `/v1/webhooks/${webhook.id}/deliveries`)).json().deliveries;
       return list[0]?.status === 'succeeded';
     });
@@ -202,9 +202,9 @@ describe('webhooks with real runs', () => {
       }
       return counts;
     };
-    await waitFor(() => [failed, ...succeeded].every((id) => byRun().has(id)));
+    await until(() => [failed, ...succeeded].every((id) => byRun().has(id)));
     // Let any duplicate show up before counting: every delivery row is final by now.
-    await waitFor(async () => {
+    await until(async () => {
       for (const hook of hooks) {
         const list = (await ctx.call('GET', `/v1/webhooks/${hook.id}/deliveries`)).json().deliveries;
         if (list.some((d: { status: string }) => d.status === 'pending')) return false;
@@ -231,12 +231,12 @@ describe('webhooks with real runs', () => {
   });
 });
 
-describe('webhooks with real runs, commits looked up instead of notified', () => {
+describe('webhooks with real runs, a long poll interval', () => {
   let ctx: WebhookTestContext;
   let receiver: Receiver;
 
   beforeAll(async () => {
-    ctx = await createWebhookTestContext({}, { webhookWorker: { listen: false, pollIntervalMs: 5_000 } });
+    ctx = await createWebhookTestContext({}, { webhookWorker: { pollIntervalMs: 5_000 } });
     receiver = await startReceiver();
   });
   afterAll(async () => {
@@ -257,7 +257,7 @@ describe('webhooks with real runs, commits looked up instead of notified', () =>
         (await ctx.call('POST', '/v1/runs', { body: { deployment_id: deploymentId, input: { i } } })).json().run_id,
       );
     }
-    const deliveries = await waitFor(async () => {
+    const deliveries = await until(async () => {
       const list = (await ctx.call('GET', `/v1/webhooks/${hook.id}/deliveries`)).json().deliveries;
       return list.length === 3 && list.every((d: { status: string }) => d.status === 'succeeded') ? list : undefined;
     });

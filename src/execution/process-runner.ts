@@ -1,16 +1,9 @@
-import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
+import type { LaunchRequest, ProcessLauncher } from './launcher.js';
 import { RUN_LIMITS } from './limits.js';
 import { LineSplitter } from './line-splitter.js';
 import { terminateGroup } from './process-group.js';
 import { parseLongLine, parseStdoutLine, type RunnerMessage, stderrEvent, withoutNul } from './protocol.js';
-import type { Spawner } from './spawner.js';
-
-export interface ProcessSpec {
-  command: string[];
-  cwd: string;
-  env: Record<string, string>;
-  stdin: string;
-}
 
 export type ProcessExit =
   /** `statusLost`: the runner ended but its exit status went with a crashed spawner. */
@@ -29,7 +22,10 @@ export interface RunnerProcess {
   terminate(): Promise<void>;
 }
 
-const closed = (socket: Socket) =>
+/** Node's version line and stack frames: what follows an uncaught error's message. */
+const NODE_TRAILER = /^(Node\.js v\d+\.\d+\.\d+|\s+at .+)$/;
+
+const closed = (socket: Readable) =>
   new Promise<void>((resolve) => {
     if (socket.destroyed) resolve();
     else socket.once('close', () => resolve());
@@ -40,8 +36,8 @@ const closed = (socket: Socket) =>
  * stdin, each line of stdout and stderr turned into a message as it arrives.
  */
 export function startRunnerProcess(
-  spawner: Spawner,
-  spec: ProcessSpec,
+  launcher: ProcessLauncher,
+  request: LaunchRequest,
   options: { killGraceMs: number; onMessage(message: RunnerMessage): void },
 ): RunnerProcess {
   const { onMessage, killGraceMs } = options;
@@ -60,7 +56,8 @@ export function startRunnerProcess(
     line: (raw) => {
       if (raw.trim() === '') return;
       const text = withoutNul(raw);
-      lastStderr = text;
+      // Node ends an uncaught error with its stack and its version; the error's own line says what went wrong.
+      if (!NODE_TRAILER.test(text)) lastStderr = text;
       onMessage(stderrEvent(text));
     },
     longLine: (line) => {
@@ -80,13 +77,7 @@ export function startRunnerProcess(
     return terminating;
   };
 
-  const spawned = spawner.spawn({
-    file: spec.command[0] as string,
-    args: spec.command.slice(1),
-    cwd: spec.cwd,
-    env: spec.env,
-    stdin: spec.stdin,
-  });
+  const spawned = launcher.launch(request);
   const started = spawned.then((result) => !('error' in result));
   const exited = spawned.then(async (result): Promise<ProcessExit> => {
     if ('error' in result) return { kind: 'spawn_failed', error: result.error };

@@ -25,7 +25,7 @@ const RECENT_EVENTS = 1000;
 const RECENT_BYTES = 1024 * 1024;
 
 /**
- * The events of one running run. The supervisor owns the run, so it numbers events in memory
+ * The events of one running run. This instance runs it, so it numbers events in memory
  * and hands each to live streams at once; storing follows in batches, at most one insert in
  * flight and each batch gathering what arrived in the last moments, so a runner writing an
  * event every 2 ms costs a few statements a second. What is still unstored when the run ends

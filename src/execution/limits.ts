@@ -9,5 +9,3 @@ export const RUN_LIMITS = {
   /** How much of an over-long line the notice keeps. */
   truncatedHeadBytes: 1024,
 } as const;
-
-export const MIB = 1024 * 1024;

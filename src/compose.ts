@@ -1,0 +1,179 @@
+import type { Logger } from 'pino';
+import { createAccessService } from './access/service.js';
+import { createInstanceCaches } from './cache/instance-caches.js';
+import type { Config } from './config.js';
+import type { DatabaseHandle } from './db/connect.js';
+import { createPgListener } from './db/pg-listener.js';
+import { createDeploymentService } from './deployments/service.js';
+import { createLocalEventBus } from './events/bus.js';
+import { composeFeeds } from './events/composite-feed.js';
+import { createPgEventFeed } from './events/pg-feed.js';
+import { createRunExecutor } from './execution/executor.js';
+import { createInstanceLease, instanceName } from './execution/instance-lease.js';
+import type { ProcessLauncher } from './execution/launcher.js';
+import { Peers } from './execution/peers.js';
+import { RunningRuns } from './execution/running-runs.js';
+import { createSpawner } from './execution/spawner.js';
+import { createWakeUps } from './execution/wake-ups.js';
+import { createMetrics } from './metrics/registry.js';
+import { createEndRecorder } from './runs/end-recorder.js';
+import type { RunObserver } from './runs/observer.js';
+import { countActiveRuns } from './runs/repository.js';
+import { createRunService } from './runs/service.js';
+import { createRunStreams } from './runs/streams.js';
+import { createRowService } from './tables/row-service.js';
+import { createTableService } from './tables/service.js';
+import { takeThreadForRun, threadRunEndHook, threadValuesLoader } from './threads/run-hooks.js';
+import { createThreadService } from './threads/service.js';
+import { createIncomingWebhookService } from './webhooks/incoming-service.js';
+import { webhookRunEndHook } from './webhooks/run-end-hook.js';
+import { createWebhookService } from './webhooks/service.js';
+import { createDeliveryWorker } from './webhooks/worker.js';
+
+/** Intervals of runs and streams; tests shorten them, production uses the contract's values. */
+export interface RunTimings {
+  /** `: keepalive` comments on event streams. */
+  keepaliveMs: number;
+  /** Fallback poll of a stream without live events. */
+  pollMs: number;
+  /** SIGTERM → SIGKILL grace of a run's process group. */
+  killGraceMs: number;
+  /** Housekeeping tick (lease heartbeat, sweeps); default a third of INSTANCE_LEASE_SECONDS. */
+  leaseTickMs?: number;
+  /** False leaves the PostgreSQL feed of other instances' runs off (tests of the polling fallback). */
+  crossInstanceFeed?: boolean;
+}
+
+export const DEFAULT_RUN_TIMINGS: RunTimings = { keepaliveMs: 15_000, pollMs: 2_000, killGraceMs: 5_000 };
+
+export interface ServiceDependencies {
+  config: Config;
+  database: DatabaseHandle;
+  logger: Logger;
+  timings?: Partial<RunTimings> | undefined;
+  /** Test knobs of the webhook delivery worker. */
+  webhookWorker?: { pollIntervalMs?: number; concurrency?: number } | undefined;
+  /** How runner processes are started; default the plain spawner. */
+  launcher?: ProcessLauncher | undefined;
+}
+
+/**
+ * The composition root: every service built once, from its dependencies, in the order a run
+ * uses them. Nothing is installed into a service after it is made.
+ */
+export function composeServices({ config, database, logger, ...options }: ServiceDependencies) {
+  const { db } = database;
+  const timings = { ...DEFAULT_RUN_TIMINGS, ...options.timings };
+  const metrics = createMetrics(() => countActiveRuns(db));
+  const observer: RunObserver = {
+    runStarted: () => metrics.runsStarted.inc(),
+    runFinished: (status) => metrics.runsFinished.inc({ status }),
+    eventsRelayed: (count) => metrics.eventsRelayed.inc(count),
+    streamOpened: () => metrics.openStreams.inc(),
+    streamClosed: () => metrics.openStreams.dec(),
+  };
+  const listener = database.pool ? createPgListener({ connection: database.pool.options, logger }) : null;
+  const caches = createInstanceCaches({ db, backend: database.backend, listener });
+  const access = createAccessService(db, caches);
+  const deployments = createDeploymentService(db);
+  const tables = createTableService(db);
+  const rows = createRowService(db, { maxBulkUpdateBytes: config.maxBulkUpdateBytes });
+
+  const deliveryWorker = createDeliveryWorker({
+    database,
+    logger,
+    timeoutSeconds: config.webhookTimeoutSeconds,
+    retrySchedule: config.webhookRetrySchedule,
+    allowPrivateUrls: config.webhookAllowPrivateUrls,
+    onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
+    ...options.webhookWorker,
+  });
+  const webhooks = createWebhookService(db, {
+    caches,
+    allowPrivateUrls: config.webhookAllowPrivateUrls,
+    outbox: deliveryWorker.outbox,
+  });
+
+  // The run's path: this instance, its running runs, the event feeds, the end, the executor.
+  const lease = createInstanceLease(db, {
+    name: instanceName(config.dataDir),
+    leaseSeconds: config.instanceLeaseSeconds,
+  });
+  const peers = new Peers(lease.id);
+  const running = new RunningRuns();
+  const local = createLocalEventBus((runId) => running.liveState(runId));
+  const remote =
+    listener && timings.crossInstanceFeed !== false
+      ? createPgEventFeed({ listener, db, instanceId: () => lease.id, peersAlive: () => peers.alive, logger })
+      : null;
+  const bus = remote ? composeFeeds(local, remote) : local;
+  const endRecorder = createEndRecorder({
+    db,
+    bus,
+    logger,
+    observer,
+    hooks: [threadRunEndHook, webhookRunEndHook(webhooks, deliveryWorker.outbox)],
+  });
+  const executor = createRunExecutor({
+    db,
+    bus,
+    endRecorder,
+    launcher: options.launcher ?? createSpawner(logger),
+    running,
+    lease,
+    peers,
+    loadThreadValues: threadValuesLoader(db),
+    logger,
+    maxConcurrentRuns: config.maxConcurrentRuns,
+    dataDir: config.dataDir,
+    runnerPath: config.runnerPath,
+    killGraceMs: timings.killGraceMs,
+    tickMs: timings.leaseTickMs ?? Math.max(200, (config.instanceLeaseSeconds * 1000) / 3),
+    observer,
+    wakeUps: createWakeUps(db, listener, logger),
+  });
+  const runs = createRunService({
+    db,
+    deployments,
+    executor,
+    endRecorder,
+    threadGate: takeThreadForRun,
+    cache: caches.runs,
+  });
+  const threads = createThreadService({ db, runs, caches });
+  const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
+  const streams = createRunStreams({
+    db,
+    feed: bus,
+    instanceId: () => lease.id,
+    timings: { keepaliveMs: timings.keepaliveMs, pollMs: timings.pollMs },
+    lifetimeMs: config.eventStreamTimeoutSeconds * 1000,
+    logger,
+    observer,
+    limits: { total: config.maxEventStreams, perKey: config.maxEventStreamsPerKey },
+  });
+
+  return {
+    services: { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches },
+    metrics,
+    executor,
+    async start(): Promise<void> {
+      await listener?.start();
+      remote?.start();
+      await executor.start();
+      await deliveryWorker.start();
+    },
+    /** Open streams end first, so the HTTP server can close. */
+    closeStreams: () => streams.closeAll('The service is shutting down; reconnect with Last-Event-ID to continue'),
+    /** Then the executor stops its runners, and the rest follows. */
+    async stop(): Promise<void> {
+      await executor.stop();
+      streams.stop();
+      await remote?.stop();
+      await deliveryWorker.stop();
+      await listener?.stop();
+    },
+  };
+}
+
+export type Services = ReturnType<typeof composeServices>;

@@ -1,0 +1,96 @@
+import type { RunOutcome } from '../runs/end-recorder.js';
+import type { LaunchSpec, RunIdentity } from '../runs/types.js';
+import type { RunEventLog } from './event-log.js';
+import type { ProcessExit, RunnerProcess } from './process-runner.js';
+import type { RunnerMessage } from './protocol.js';
+
+/** What the runner said of its end, first word wins: its result, its failure, or a result crewd refused. */
+type RunnerReport =
+  | { kind: 'result'; output: Record<string, unknown>; values: Record<string, unknown> | undefined }
+  | { kind: 'failure'; error: string }
+  | { kind: 'bad_result'; error: string };
+
+/**
+ * One run whose process runs on this instance: its event log, its process and timers, what the
+ * runner reported, and from all of that, how the run ended.
+ */
+export class ActiveRun {
+  readonly id: string;
+  readonly orgId: string;
+  readonly identity: RunIdentity;
+  process: RunnerProcess | null = null;
+  /** The run's end is being written (or was): later output and exits change nothing. */
+  ending = false;
+  private report: RunnerReport | null = null;
+  private timedOut = false;
+  /** The runner gave its result but did not exit within the grace, so it was stopped. */
+  private reapedAfterResult = false;
+  private readonly timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    readonly spec: LaunchSpec,
+    readonly log: RunEventLog,
+    private readonly killGraceMs: number,
+  ) {
+    this.id = spec.run.id;
+    this.orgId = spec.run.org_id;
+    this.identity = { deploymentId: spec.run.deployment_id, threadId: spec.run.thread_id };
+  }
+
+  /** A line of the runner's output, parsed. */
+  onMessage(message: RunnerMessage): void {
+    if (this.ending) return;
+    if (message.kind === 'event') {
+      this.log.appendFromRunner(message.type, message.data);
+      return;
+    }
+    if (this.report) return;
+    this.report =
+      message.kind === 'result'
+        ? { kind: 'result', output: message.output, values: message.values }
+        : { kind: message.kind, error: message.error };
+    // A runner that reported its end gets the kill grace to exit; then it is stopped.
+    this.after(this.killGraceMs, () => {
+      this.reapedAfterResult = true;
+    });
+  }
+
+  /** Stops the run after the version's timeout (CONTRACTS §6). */
+  armTimeout(seconds: number): void {
+    this.after(seconds * 1000, () => {
+      this.timedOut = true;
+    });
+  }
+
+  clearTimers(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+  }
+
+  /** How the run ended, from its process's exit and what the runner said before it. */
+  outcome(exit: ProcessExit): RunOutcome {
+    const failed = (error: string): RunOutcome => ({ status: 'failed', output: null, error });
+    if (exit.kind === 'spawn_failed') return failed(`Failed to start runner: ${exit.error}`);
+    if (this.timedOut) return failed(`Run timed out after ${this.spec.version.timeout_seconds} seconds`);
+    const report = this.report;
+    if (report && report.kind !== 'result') return failed(report.error);
+    if (report && (exit.code === 0 || this.reapedAfterResult || exit.statusLost)) {
+      return { status: 'succeeded', output: report.output, values: report.values, error: null };
+    }
+    const stderr = this.process?.lastStderrLine();
+    const detail = stderr ? `: ${stderr}` : '';
+    if (exit.code !== null && exit.code !== 0) return failed(`Runner exited with code ${exit.code}${detail}`);
+    if (exit.signal) return failed(`Runner was stopped by signal ${exit.signal}${detail}`);
+    if (exit.statusLost) return failed('Runner lost: its exit status went with the runner spawner');
+    return failed('Runner exited without a result');
+  }
+
+  /** Marks the reason, then stops the process group, after `ms`. */
+  private after(ms: number, mark: () => void): void {
+    const timer = setTimeout(() => {
+      mark();
+      void this.process?.terminate();
+    }, ms);
+    timer.unref();
+    this.timers.push(timer);
+  }
+}

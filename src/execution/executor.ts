@@ -1,0 +1,88 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/types.js';
+import type { LocalEventBus } from '../events/bus.js';
+import type { EndRecorder } from '../runs/end-recorder.js';
+import type { RunObserver } from '../runs/observer.js';
+import type { RunExecutor } from '../runs/types.js';
+import { createActiveRuns } from './active-runs.js';
+import { createHousekeeping } from './housekeeping.js';
+import type { InstanceLease } from './instance-lease.js';
+import type { ProcessLauncher } from './launcher.js';
+import type { Peers } from './peers.js';
+import { createRunQueue, type ThreadValuesLoader } from './run-queue.js';
+import type { RunningRuns } from './running-runs.js';
+import type { WakeUps } from './wake-ups.js';
+
+export interface ExecutorOptions {
+  db: Kysely<Database>;
+  bus: LocalEventBus;
+  endRecorder: EndRecorder;
+  launcher: ProcessLauncher;
+  running: RunningRuns;
+  lease: InstanceLease;
+  peers: Peers;
+  loadThreadValues: ThreadValuesLoader;
+  logger: Logger;
+  maxConcurrentRuns: number;
+  dataDir: string;
+  runnerPath: string | undefined;
+  killGraceMs: number;
+  /** Housekeeping tick (lease heartbeat, sweeps, queue poll). */
+  tickMs: number;
+  observer?: RunObserver | undefined;
+  /** On PostgreSQL: other instances' news of queued and canceled runs, heard before the next tick. */
+  wakeUps?: WakeUps | undefined;
+}
+
+/**
+ * Runs runs on this instance: the queue of slots and pending runs, the active runs' processes,
+ * and the housekeeping that keeps several instances honest. What the run service calls.
+ */
+export function createRunExecutor(options: ExecutorOptions) {
+  const { lease, logger, wakeUps } = options;
+  const runsDir = path.resolve(options.dataDir, 'runs');
+  const activeRuns = createActiveRuns({ ...options, runsDir });
+  const queue = createRunQueue({ ...options, instanceId: lease.id, activeRuns });
+  const housekeeping = createHousekeeping({ ...options, activeRuns, queue });
+
+  const executor: RunExecutor = {
+    instanceId: lease.id,
+    reserve: queue.reserve,
+    release: queue.release,
+    launch: queue.launch,
+    enqueued: queue.enqueued,
+    owns: activeRuns.owns,
+    cancel: activeRuns.cancel,
+    canceledElsewhere: (runId) => wakeUps?.send(`stop:${runId}`),
+  };
+
+  return {
+    ...executor,
+
+    async start(): Promise<void> {
+      options.launcher.start();
+      await mkdir(runsDir, { recursive: true });
+      await housekeeping.start();
+    },
+
+    /** Stops taking runs; runs still going fail as lost. Queued runs stay pending for the next start. */
+    async stop(): Promise<void> {
+      await housekeeping.stop();
+      queue.close();
+      await activeRuns.stopAll();
+      await options.endRecorder.retryUnrecorded().catch((error: unknown) => {
+        logger.warn({ err: error }, 'ends of runs could not be recorded at shutdown; their instance is taken for dead');
+      });
+      await options.launcher.stop();
+      await housekeeping.releaseLease();
+    },
+
+    /** Runs whose processes are alive here (for tests and the bench). */
+    activeCount: () => options.running.size,
+  };
+}
+
+export type Executor = ReturnType<typeof createRunExecutor>;

@@ -1,0 +1,114 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/types.js';
+import { deleteExpired } from '../idempotency/store.js';
+import type { EndRecorder } from '../runs/end-recorder.js';
+import type { ActiveRuns } from './active-runs.js';
+import { type InstanceLease, LOST_RUN_ERROR } from './instance-lease.js';
+import type { Peers } from './peers.js';
+import type { RunQueue } from './run-queue.js';
+import type { WakeUps } from './wake-ups.js';
+
+/**
+ * The instance's periodic work: its lease, runs of dead instances failed as lost, processes of
+ * runs canceled elsewhere stopped, ends kept through an outage written, pending runs of other
+ * instances picked up, expired idempotency keys forgotten. Wake-ups from other instances do the
+ * urgent part at once; the tick makes up for any missed one.
+ */
+export function createHousekeeping(options: {
+  db: Kysely<Database>;
+  lease: InstanceLease;
+  peers: Peers;
+  endRecorder: EndRecorder;
+  activeRuns: ActiveRuns;
+  queue: RunQueue;
+  wakeUps?: WakeUps | undefined;
+  logger: Logger;
+  tickMs: number;
+}) {
+  const { db, lease, peers, endRecorder, activeRuns, queue, logger } = options;
+  const state = {
+    registered: false,
+    stopping: false,
+    ticking: false,
+    timer: null as NodeJS.Timeout | null,
+  };
+
+  options.wakeUps?.onPending(() => queue.pump());
+  options.wakeUps?.onHello((instanceId) => peers.hello(instanceId));
+  options.wakeUps?.onStop((runId) => {
+    if (!activeRuns.owns(runId)) return;
+    activeRuns.stopEndedElsewhere([runId]).catch((error: unknown) => {
+      logger.error({ err: error, runId }, 'stopping a run canceled elsewhere failed; retrying on the next tick');
+    });
+  });
+
+  /** Fails runs whose instance died, including this instance's previous life. */
+  async function failLostRuns(): Promise<void> {
+    for (const runId of await lease.findLostRuns()) {
+      const outcome = { status: 'failed' as const, output: null, error: LOST_RUN_ERROR };
+      const ended = await endRecorder.end({ runId, from: ['running'], outcome, seq: 'next' });
+      if (ended) logger.warn({ runId }, 'run lost with its instance marked failed');
+    }
+  }
+
+  async function tick(): Promise<void> {
+    if (state.ticking || state.stopping) return;
+    state.ticking = true;
+    try {
+      await endRecorder.retryUnrecorded();
+      peers.seen(await lease.heartbeat());
+      await failLostRuns();
+      await activeRuns.stopEndedElsewhere();
+      // Runs other instances left pending start here when a slot is free.
+      queue.pump();
+      await deleteExpired(db);
+      await lease.prune();
+    } catch (error) {
+      logger.error({ err: error }, 'housekeeping tick failed');
+    } finally {
+      state.ticking = false;
+    }
+  }
+
+  function every(ms: number, task: () => Promise<void>, repeat: boolean): void {
+    const schedule = repeat ? setInterval : setTimeout;
+    state.timer = schedule(() => void task(), ms);
+    state.timer.unref();
+  }
+
+  /** Registers the instance; until the database answers, tries again every tick. */
+  async function register(): Promise<void> {
+    if (state.stopping) return;
+    try {
+      peers.seen(await lease.register());
+      await failLostRuns();
+    } catch (error) {
+      logger.error({ err: error }, 'the run executor cannot reach the database; retrying');
+      every(options.tickMs, register, false);
+      return;
+    }
+    state.registered = true;
+    options.wakeUps?.send(`hello:${lease.id}`);
+    queue.open();
+    every(options.tickMs, tick, true);
+  }
+
+  return {
+    /** Starts the tick; when the database does not answer yet, the service still starts (routes answer 503). */
+    start: register,
+
+    async stop(): Promise<void> {
+      state.stopping = true;
+      if (state.timer) {
+        clearInterval(state.timer);
+        clearTimeout(state.timer);
+      }
+    },
+
+    /** Marks the lease released so other instances need not wait for it to lapse. */
+    async releaseLease(): Promise<void> {
+      if (state.registered) await lease.release().catch(() => {});
+    },
+  };
+}

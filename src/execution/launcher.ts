@@ -1,0 +1,39 @@
+import type { Readable } from 'node:stream';
+
+/** What a run's (or a build step's) process is started with. */
+export interface LaunchRequest {
+  /** argv, started without a shell. */
+  command: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Written to standard input, which is then closed. */
+  stdin: string;
+  /** What the process may touch beyond the machine's files: its working folder, a version's built files. */
+  confinement: { writable: string[]; readOnly: string[] };
+}
+
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface LaunchedProcess {
+  /** Leader of the process's own group: signals to `-pid` reach everything it started. */
+  pid: number;
+  stdout: Readable;
+  stderr: Readable;
+  /** The exit status, or null when it was lost (the spawner died). */
+  exit: Promise<ExitStatus | null>;
+}
+
+/**
+ * Starts processes in their own process group. Implemented plainly (spawner.ts) and, wrapping
+ * that, in a sandbox; runs and builds start their processes through it.
+ */
+export interface ProcessLauncher {
+  /** Readies the launcher ahead of the first process. */
+  start(): void;
+  launch(request: LaunchRequest): Promise<LaunchedProcess | { error: string }>;
+  /** Stops the launcher; processes it started are killed if they still run. */
+  stop(): Promise<void>;
+}

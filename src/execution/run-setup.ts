@@ -1,0 +1,46 @@
+import { mkdirSync, rmdirSync } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { LaunchSpec } from '../runs/types.js';
+
+export const DEFAULT_RUNNER_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** A runner's environment (CONTRACTS §6): PATH, the version's env, the CREWD_* variables; nothing of crewd's own. */
+export function runnerEnvironment(spec: LaunchSpec, runnerPath: string | undefined): Record<string, string> {
+  return {
+    PATH: runnerPath ?? DEFAULT_RUNNER_PATH,
+    ...spec.version.env,
+    CREWD_RUN_ID: spec.run.id,
+    CREWD_DEPLOYMENT_ID: spec.run.deployment_id,
+    CREWD_VERSION_ID: spec.run.version_id,
+    CREWD_THREAD_ID: spec.run.thread_id ?? '',
+  };
+}
+
+export type RunFolder = { cwd: string; scratch: boolean } | { error: string };
+
+/** The version's `cwd`, or else a fresh scratch folder `<runsDir>/<run id>` that goes with the run. */
+export async function prepareRunFolder(spec: LaunchSpec, runsDir: string): Promise<RunFolder> {
+  if (spec.version.cwd) {
+    const info = await stat(spec.version.cwd).catch(() => null);
+    if (!info?.isDirectory()) return { error: `working folder ${spec.version.cwd} not found` };
+    return { cwd: spec.version.cwd, scratch: false };
+  }
+  const cwd = path.join(runsDir, spec.run.id);
+  try {
+    // Synchronous on purpose: one small mkdir costs less than a trip through the thread pool, on every run's start.
+    mkdirSync(cwd, { recursive: true });
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  }
+  return { cwd, scratch: true };
+}
+
+/** Most runners leave their scratch folder empty, which one rmdir settles. */
+export async function removeScratchFolder(folder: string): Promise<void> {
+  try {
+    rmdirSync(folder);
+  } catch {
+    await rm(folder, { recursive: true, force: true }).catch(() => {});
+  }
+}

@@ -1,0 +1,44 @@
+import type { LiveRunState } from '../events/types.js';
+import type { ActiveRun } from './active-run.js';
+
+/**
+ * The runs whose processes run on this instance, by id. Made before the event bus, which asks it
+ * what a new stream of a running run has missed.
+ */
+export class RunningRuns {
+  private readonly runs = new Map<string, ActiveRun>();
+
+  add(run: ActiveRun): void {
+    this.runs.set(run.id, run);
+  }
+
+  delete(runId: string): void {
+    this.runs.delete(runId);
+  }
+
+  get(runId: string): ActiveRun | undefined {
+    return this.runs.get(runId);
+  }
+
+  has(runId: string): boolean {
+    return this.runs.has(runId);
+  }
+
+  ids(): string[] {
+    return [...this.runs.keys()];
+  }
+
+  all(): ActiveRun[] {
+    return [...this.runs.values()];
+  }
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  /** For the bus: the run's owner and its recent events, if it runs here. */
+  liveState(runId: string): LiveRunState | null {
+    const run = this.runs.get(runId);
+    return run ? { orgId: run.orgId, backlog: run.log.backlog() } : null;
+  }
+}

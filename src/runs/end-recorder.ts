@@ -1,0 +1,201 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import { refusedAsData } from '../db/sqlstate.js';
+import type { Database } from '../db/types.js';
+import type { LocalEventBus } from '../events/bus.js';
+import type { LiveEvent, RunEnd } from '../events/types.js';
+import type { RunObserver } from './observer.js';
+import * as repo from './repository.js';
+import type { AfterCommit, FinishedRun, RunEndHook, RunIdentity, RunStatus, TerminalRunStatus } from './types.js';
+
+export interface RunOutcome {
+  status: TerminalRunStatus;
+  output: Record<string, unknown> | null;
+  /** Thread values the runner gave with its result. */
+  values?: Record<string, unknown> | undefined;
+  error: string | null;
+}
+
+/** The event a run's end is relayed as (CONTRACTS §6). */
+export function finalEvent(outcome: RunOutcome): { type: string; data: Record<string, unknown> } {
+  switch (outcome.status) {
+    case 'succeeded':
+      return { type: 'run.completed', data: { status: 'succeeded', output: outcome.output ?? {} } };
+    case 'failed':
+      return { type: 'run.failed', data: { status: 'failed', error: outcome.error ?? 'Run failed' } };
+    case 'canceled':
+      return { type: 'run.canceled', data: { status: 'canceled' } };
+  }
+}
+
+export interface EndedRun {
+  run: repo.RunRecord;
+  end: RunEnd;
+  /** The final event as stored, with its sequence number; null if its number was taken (ended elsewhere). */
+  event: { seq: number; json: string } | null;
+}
+
+/** The final event for live streams; without a stored event, only the end (streams then just complete). */
+function liveEnd(ended: EndedRun): LiveEvent {
+  return ended.event ? { ...ended.event, end: ended.end } : { seq: 0, json: '', end: ended.end };
+}
+
+/** An end the database could not take (it was down): kept and written on a later try. */
+interface UnrecordedEnd {
+  outcome: RunOutcome;
+  nextSeq: number;
+  unstored: readonly repo.EventRow[];
+}
+
+/** How one end is asked for: the run, the statuses it may end from, and what the caller knows. */
+export interface EndRequest {
+  runId: string;
+  from: readonly RunStatus[];
+  outcome: RunOutcome;
+  /** The final event's number when the caller owns the run's events, else the next free one. */
+  seq: number | 'next';
+  /** The owner's events not stored yet, stored with the end. */
+  unstored?: readonly repo.EventRow[];
+  /** The owner's knowledge of the run, so that hooks which do not apply are skipped. */
+  identity?: RunIdentity;
+}
+
+/**
+ * Ends runs, the one place that does: one transaction sets the terminal status, stores the final
+ * event and runs every hook (thread state, webhook outbox), so either all of it happens or none.
+ * After the commit the hooks' follow-ups run and the end is published to live streams. A run no
+ * hook applies to ends in one statement.
+ */
+export function createEndRecorder(options: {
+  db: Kysely<Database>;
+  bus: LocalEventBus;
+  logger: Logger;
+  hooks: readonly RunEndHook[];
+  observer?: RunObserver | undefined;
+}) {
+  const { db, bus, logger, hooks } = options;
+  const unrecorded = new Map<string, UnrecordedEnd>();
+
+  async function hooksFor(identity: RunIdentity | undefined): Promise<RunEndHook[]> {
+    if (!identity) return [...hooks];
+    const applying: RunEndHook[] = [];
+    for (const hook of hooks) if (!hook.applies || (await hook.applies(identity))) applying.push(hook);
+    return applying;
+  }
+
+  /** Ends the run through `executor`; the hooks run in it, which is then a transaction. */
+  async function endWith(
+    executor: Kysely<Database> | Transaction<Database>,
+    applying: readonly RunEndHook[],
+    request: EndRequest,
+    afterCommit: AfterCommit[],
+  ): Promise<EndedRun | null> {
+    const { outcome } = request;
+    const output = outcome.status === 'succeeded' ? (outcome.output ?? {}) : null;
+    const error = outcome.status === 'failed' ? (outcome.error ?? 'Run failed') : null;
+    const event = finalEvent(outcome);
+    const run = await repo.endRunWithEvent(
+      executor,
+      request.runId,
+      request.from,
+      { status: outcome.status, output, error_message: error },
+      { seq: request.seq, type: event.type, data: event.data },
+      request.unstored ?? [],
+    );
+    if (!run) return null;
+    const finished: FinishedRun = {
+      id: run.id,
+      org_id: run.org_id,
+      deployment_id: run.deployment_id,
+      environment: run.environment,
+      thread_id: run.thread_id,
+      status: outcome.status,
+      output,
+      values: outcome.status === 'succeeded' ? outcome.values : undefined,
+      error_message: error,
+      started_at: run.started_at,
+      completed_at: run.completed_at ?? new Date(),
+    };
+    for (const hook of applying) {
+      const followUp = await hook.inTransaction(executor as Transaction<Database>, finished);
+      if (followUp) afterCommit.push(followUp);
+    }
+    const stored = run.event_seq === null ? null : { seq: run.event_seq, json: JSON.stringify(event) };
+    return { run, end: { status: outcome.status, output, error }, event: stored };
+  }
+
+  /**
+   * Ends the run if it is still in one of `from`; null when something else ended it first.
+   * A failing attempt is retried a few times, since giving up would leave the run unfinished.
+   */
+  async function end(request: EndRequest): Promise<EndedRun | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const applying = await hooksFor(request.identity);
+        const afterCommit: AfterCommit[] = [];
+        const ended =
+          applying.length > 0
+            ? await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit))
+            : await endWith(db, [], request, afterCommit);
+        if (!ended) return null;
+        for (const followUp of afterCommit) followUp();
+        options.observer?.runFinished?.(ended.end.status);
+        bus.publish(request.runId, liveEnd(ended));
+        return ended;
+      } catch (error) {
+        if (attempt >= 3 || refusedAsData(error)) throw error;
+        logger.warn({ err: error, runId: request.runId, attempt }, 'ending run failed; retrying');
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      }
+    }
+  }
+
+  /**
+   * Records the end of a run this instance ran. One the database cannot write now is kept for
+   * `retryUnrecorded`. One it refuses as data (protocol.ts makes the known cases storable) would
+   * never be written, so the run fails instead, without the runner's unstored events and result.
+   */
+  async function recordOwnEnd(request: EndRequest & { seq: number }, refusedBefore = false): Promise<boolean> {
+    try {
+      return (await end(request)) !== null;
+    } catch (error) {
+      if (!refusedBefore && refusedAsData(error)) {
+        logger.error({ err: error, runId: request.runId }, 'the database refused the end of a run; failing it');
+        const reason = error instanceof Error ? error.message : String(error);
+        const failed: RunOutcome = {
+          status: 'failed',
+          output: null,
+          error: `Run output could not be stored: ${reason}`,
+        };
+        const started = (request.unstored ?? []).filter((event) => event.type === 'run.started');
+        return recordOwnEnd({ ...request, outcome: failed, unstored: started }, true);
+      }
+      logger.error({ err: error, runId: request.runId }, 'could not record the end of a run; retrying later');
+      unrecorded.set(request.runId, {
+        outcome: request.outcome,
+        nextSeq: request.seq,
+        unstored: request.unstored ?? [],
+      });
+      return false;
+    }
+  }
+
+  /** Writes the ends kept while the database was away; a run another instance ended meanwhile is let go. */
+  async function retryUnrecorded(): Promise<void> {
+    for (const [runId, kept] of unrecorded) {
+      const ended = await end({
+        runId,
+        from: ['running'],
+        outcome: kept.outcome,
+        seq: kept.nextSeq,
+        unstored: kept.unstored,
+      });
+      unrecorded.delete(runId);
+      if (ended) logger.info({ runId }, 'end of a run recorded after a retry');
+    }
+  }
+
+  return { end, recordOwnEnd, retryUnrecorded };
+}
+
+export type EndRecorder = ReturnType<typeof createEndRecorder>;
