@@ -5,7 +5,7 @@
  * between which every other request is served, instead of one turn of seconds.
  */
 
-/** Copying into socket buffers runs at a few GB/s: a turn stays within a few milliseconds. */
+/** A turn's copying into socket buffers: about 16 ms at the 250 MB/s a loaded 2-core machine managed (bench fanout). */
 const TURN_BYTES = 4 * 1024 * 1024;
 /** Each sink's write costs a system call or two, whatever its size. */
 const TURN_SINKS = 256;
