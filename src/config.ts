@@ -38,7 +38,7 @@ const configSchema = z.object({
   INCOMING_WEBHOOK_LIMIT_PER_MINUTE: count(0).default(60),
   MAX_EVENT_STREAMS: count(1).default(4000),
   MAX_EVENT_STREAMS_PER_KEY: count(1).default(1000),
-  MAX_BULK_UPDATE_BYTES: count(1).default(64 * 1024 * 1024),
+  MAX_BULK_UPDATE_BYTES: count(1).default(16 * 1024 * 1024),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   TRUST_PROXY: booleanString.default(false),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).

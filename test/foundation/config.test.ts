@@ -23,7 +23,7 @@ describe('configuration', () => {
       incomingWebhookLimitPerMinute: 60,
       maxEventStreams: 4000,
       maxEventStreamsPerKey: 1000,
-      maxBulkUpdateBytes: 64 * 1024 * 1024,
+      maxBulkUpdateBytes: 16 * 1024 * 1024,
       metricsToken: undefined,
       trustProxy: false,
     });

@@ -60,13 +60,13 @@ describe('bulk update bound by default', () => {
   });
   afterAll(() => ctx.close());
 
-  it('is 64 MiB', async () => {
-    expect(ctx.config.maxBulkUpdateBytes).toBe(64 * 1024 * 1024);
+  it('is 16 MiB', async () => {
+    expect(ctx.config.maxBulkUpdateBytes).toBe(16 * 1024 * 1024);
     const table = await createTable(ctx, { name: 'Big', columns: [{ name: 'body', type: 'text' }] });
     await insertRows(
       ctx,
       table.id,
-      Array.from({ length: 65 }, () => ({ body: '' })),
+      Array.from({ length: 17 }, () => ({ body: '' })),
     );
     const response = await ctx.call('PATCH', `/v1/tables/${table.id}/rows`, {
       body: {
@@ -75,6 +75,6 @@ describe('bulk update bound by default', () => {
       },
     });
     expect(response.statusCode).toBe(400);
-    expect(response.json().error.message).toMatch(/^update: 65 matching rows × 1048576 bytes of values is more than/);
+    expect(response.json().error.message).toMatch(/^update: 17 matching rows × 1048576 bytes of values is more than/);
   });
 });
