@@ -1,14 +1,16 @@
 # syntax=docker/dockerfile:1
 
-# ---- build: compile TypeScript to dist/ ----
+# ---- build: compile TypeScript to dist/, build the web console to console/dist/ ----
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY scripts ./scripts
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY migrations ./migrations
-RUN npm run build && npm prune --omit=dev
+COPY console ./console
+RUN npm run build:console && npm run build && npm prune --omit=dev
 
 # ---- runtime: production dependencies, compiled code, a non-root user ----
 FROM node:20-bookworm-slim AS runtime
@@ -23,6 +25,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/console/dist ./console/dist
 COPY package.json ./
 COPY examples ./examples
 RUN mkdir -p /var/lib/crewd && chown node:node /var/lib/crewd

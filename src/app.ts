@@ -4,7 +4,9 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import { accessRoutes } from './access/routes.js';
 import authPlugin from './auth/plugin.js';
 import { composeServices, type ServiceDependencies } from './compose.js';
+import { cronRoutes } from './crons/routes.js';
 import { deploymentRoutes } from './deployments/routes.js';
+import { consoleRoutes } from './http/console.js';
 import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from './http/error-handler.js';
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
@@ -45,7 +47,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
 
   const composed = composeServices(dependencies);
-  const { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches } =
+  const { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches, crons } =
     composed.services;
   app.addHook('onReady', composed.start);
   app.addHook('preClose', async () => composed.closeStreams());
@@ -72,9 +74,11 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
       await v1.register(tableRoutes, { tables, rows });
       await v1.register(webhookRoutes, { webhooks });
       await v1.register(incomingWebhookRoutes, { incoming: incomingWebhooks });
+      await v1.register(cronRoutes, { crons });
     },
     { prefix: '/v1' },
   );
   await app.register(incomingTriggerRoutes, { incoming: incomingWebhooks });
+  await app.register(consoleRoutes); // the web console at /console/
   return app;
 }

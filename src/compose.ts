@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import { createAccessService } from './access/service.js';
 import { createInstanceCaches } from './cache/instance-caches.js';
 import type { Config } from './config.js';
+import { type CronTimings, createCronScheduler } from './crons/scheduler.js';
+import { createCronService } from './crons/service.js';
 import type { DatabaseHandle } from './db/connect.js';
 import { createPgListener } from './db/pg-listener.js';
 import { createDeploymentService } from './deployments/service.js';
@@ -55,6 +57,8 @@ export interface ServiceDependencies {
   webhookWorker?: { pollIntervalMs?: number; concurrency?: number } | undefined;
   /** How runner processes are started; default the plain spawner. */
   launcher?: ProcessLauncher | undefined;
+  /** Test knobs of the cron scheduler. */
+  cronTimings?: Partial<CronTimings> | undefined;
 }
 
 /**
@@ -142,6 +146,8 @@ export function composeServices({ config, database, logger, ...options }: Servic
   });
   const threads = createThreadService({ db, runs, caches });
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
+  const cronScheduler = createCronScheduler({ db, runs, logger, listener, timings: options.cronTimings });
+  const crons = createCronService(db, { changed: cronScheduler.changed });
   const streams = createRunStreams({
     db,
     feed: bus,
@@ -154,7 +160,7 @@ export function composeServices({ config, database, logger, ...options }: Servic
   });
 
   return {
-    services: { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches },
+    services: { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches, crons },
     metrics,
     executor,
     async start(): Promise<void> {
@@ -162,11 +168,13 @@ export function composeServices({ config, database, logger, ...options }: Servic
       remote?.start();
       await executor.start();
       await deliveryWorker.start();
+      await cronScheduler.start();
     },
     /** Open streams end first, so the HTTP server can close. */
     closeStreams: () => streams.closeAll('The service is shutting down; reconnect with Last-Event-ID to continue'),
     /** Then the executor stops its runners, and the rest follows. */
     async stop(): Promise<void> {
+      await cronScheduler.stop();
       await executor.stop();
       streams.stop();
       await remote?.stop();

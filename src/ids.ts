@@ -16,7 +16,8 @@ export type IdPrefix =
   | 'wh'
   | 'iwh'
   | 'dlv'
-  | 'evt';
+  | 'evt'
+  | 'cron';
 
 /** Random base36 text; 24 characters carry about 124 bits, enough to be unguessable. */
 export function randomToken(length = 24): string {

@@ -30,7 +30,10 @@ export const accessRoutes: FastifyPluginAsyncZod<{ access: AccessService }> = as
     {
       schema: {
         tags: ['organizations'],
+        operationId: 'createOrganization',
         summary: 'Create an organization with its first admin key',
+        description:
+          'Admin keys of organization `default` only. The answer holds the new organization’s first admin key, shown only here.',
         body: createOrganizationBody,
         response: { 201: createdOrganizationSchema, ...commonErrors },
       },
@@ -46,7 +49,9 @@ export const accessRoutes: FastifyPluginAsyncZod<{ access: AccessService }> = as
     {
       schema: {
         tags: ['organizations'],
+        operationId: 'listOrganizations',
         summary: 'List organizations',
+        description: 'Admin keys of organization `default` only.',
         querystring: listQuery,
         response: { 200: z.object({ organizations: z.array(organizationSchema) }), ...commonErrors },
       },
@@ -62,7 +67,9 @@ export const accessRoutes: FastifyPluginAsyncZod<{ access: AccessService }> = as
     {
       schema: {
         tags: ['api-keys'],
+        operationId: 'createApiKey',
         summary: 'Create an API key in the caller’s organization',
+        description: 'Admin keys only. `role` is `member` unless given; the secret `key` appears only in this answer.',
         body: createApiKeyBody,
         response: { 201: createdApiKeySchema, ...commonErrors },
       },
@@ -78,7 +85,9 @@ export const accessRoutes: FastifyPluginAsyncZod<{ access: AccessService }> = as
     {
       schema: {
         tags: ['api-keys'],
+        operationId: 'listApiKeys',
         summary: 'List API keys (without secrets)',
+        description: 'Admin keys only. Secrets are never returned.',
         response: { 200: z.object({ api_keys: z.array(apiKeySchema) }), ...commonErrors },
       },
     },
@@ -93,7 +102,9 @@ export const accessRoutes: FastifyPluginAsyncZod<{ access: AccessService }> = as
     {
       schema: {
         tags: ['api-keys'],
+        operationId: 'deleteApiKey',
         summary: 'Revoke an API key; it is refused from the next request on',
+        description: 'Admin keys only. The key answers 401 from the next request on.',
         params: idParams,
         response: { 200: z.object({ success: z.literal(true) }), ...commonErrors },
       },

@@ -11,10 +11,12 @@ export const createdApiKeySchema = apiKeySchema
   .extend({ key: z.string().describe('the secret; shown only in this response') })
   .meta({ id: 'CreatedApiKey' });
 
-export const createApiKeyBody = z.strictObject({
-  name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
-  role: role.default('member'),
-});
+export const createApiKeyBody = z
+  .strictObject({
+    name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+    role: role.default('member'),
+  })
+  .meta({ examples: [{ name: 'ci-deployer', role: 'member' }] });
 
 export const organizationSchema = z
   .object({ id: z.string(), name: z.string(), created_at: isoDate })
@@ -26,9 +28,11 @@ export const createdOrganizationSchema = organizationSchema
   })
   .meta({ id: 'CreatedOrganization' });
 
-export const createOrganizationBody = z.strictObject({
-  name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
-});
+export const createOrganizationBody = z
+  .strictObject({
+    name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+  })
+  .meta({ examples: [{ name: 'acme' }] });
 
 export const listQuery = z.strictObject(paginationQuery(50));
 

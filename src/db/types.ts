@@ -1,4 +1,5 @@
 import type { Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { CronsTable } from '../crons/db-types.js';
 import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../runs/db-types.js';
 import type { TableCatalogTable } from '../tables/db-types.js';
 import type { ThreadCheckpointsTable, ThreadsTable } from '../threads/db-types.js';
@@ -65,6 +66,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_delivery_attempts: WebhookDeliveryAttemptsTable;
   incoming_webhooks: IncomingWebhooksTable;
+  crons: CronsTable;
 }
 
 /** The database, or a transaction on it: what repositories take. */

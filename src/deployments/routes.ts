@@ -28,7 +28,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
     {
       schema: {
         tags,
+        operationId: 'createDeployment',
         summary: 'Create a deployment',
+        description: 'Admin keys only. A new deployment has no running version in either environment.',
         body: createDeploymentBody,
         response: { 201: deploymentSchema, ...commonErrors },
       },
@@ -44,7 +46,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
     {
       schema: {
         tags,
+        operationId: 'listDeployments',
         summary: 'List deployments, newest first',
+        description: 'Admin keys only.',
         querystring: listQuery,
         response: { 200: z.object({ deployments: z.array(deploymentSchema) }), ...commonErrors },
       },
@@ -60,7 +64,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
     {
       schema: {
         tags,
+        operationId: 'getDeployment',
         summary: 'Get a deployment',
+        description: 'Admin keys only. `environments` names the running version of production and staging.',
         params: deploymentParams,
         response: { 200: deploymentSchema, ...commonErrors },
       },
@@ -76,7 +82,10 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
     {
       schema: {
         tags,
+        operationId: 'createVersion',
         summary: 'Create a version (the runner command); optionally make it an environment’s running version',
+        description:
+          'Admin keys only. `number` counts 1, 2, 3… per deployment; `env` values are secrets and never returned (only `env_keys`).',
         params: deploymentParams,
         body: createVersionBody,
         response: { 201: versionSchema, ...commonErrors },
@@ -93,7 +102,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
     {
       schema: {
         tags,
+        operationId: 'listVersions',
         summary: 'List a deployment’s versions, newest first',
+        description: 'Admin keys only.',
         params: deploymentParams,
         querystring: listQuery,
         response: { 200: z.object({ versions: z.array(versionSchema) }), ...commonErrors },
@@ -110,7 +121,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
     {
       schema: {
         tags,
+        operationId: 'setEnvironment',
         summary: 'Set the running version of an environment (promote or roll back)',
+        description: 'Admin keys only. The version must belong to the deployment.',
         params: environmentParams,
         body: promoteBody,
         response: { 200: deploymentSchema, ...commonErrors },
@@ -128,7 +141,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
     {
       schema: {
         tags,
+        operationId: 'clearEnvironment',
         summary: 'Leave an environment without a running version',
+        description: 'Admin keys only. Runs of that environment answer 400 until a version is set again.',
         params: environmentParams,
         response: { 200: deploymentSchema, ...commonErrors },
       },

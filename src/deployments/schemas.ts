@@ -30,26 +30,39 @@ export const versionSchema = z
 
 const name = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 
-export const createDeploymentBody = z.strictObject({ name });
+export const createDeploymentBody = z.strictObject({ name }).meta({ examples: [{ name: 'research-crew' }] });
 
-export const createVersionBody = z.strictObject({
-  command: z
-    .array(z.string().min(1, 'must not contain empty strings'), { message: 'must be an array of strings' })
-    .min(1, 'must name the program to run')
-    .describe('argv of the runner; started without a shell'),
-  cwd: z
-    .string()
-    .refine((value) => value.startsWith('/'), 'must be an absolute path')
-    .optional()
-    .describe('working folder; default a fresh folder DATA_DIR/runs/<run_id>'),
-  env: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'keys must be environment variable names'), z.string())
-    .default({}),
-  timeout_seconds: z.number().positive('must be positive').max(604800, 'must be at most 604800 (7 days)').optional(),
-  environment: environmentSchema.optional().describe('make this version the running version of that environment'),
-});
+export const createVersionBody = z
+  .strictObject({
+    command: z
+      .array(z.string().min(1, 'must not contain empty strings'), { message: 'must be an array of strings' })
+      .min(1, 'must name the program to run')
+      .describe('argv of the runner; started without a shell'),
+    cwd: z
+      .string()
+      .refine((value) => value.startsWith('/'), 'must be an absolute path')
+      .optional()
+      .describe('working folder; default a fresh folder DATA_DIR/runs/<run_id>'),
+    env: z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'keys must be environment variable names'), z.string())
+      .default({}),
+    timeout_seconds: z.number().positive('must be positive').max(604800, 'must be at most 604800 (7 days)').optional(),
+    environment: environmentSchema.optional().describe('make this version the running version of that environment'),
+  })
+  .meta({
+    examples: [
+      {
+        command: ['python3', '/srv/crews/research/main.py'],
+        env: { OPENAI_MODEL: 'gpt-4o-mini' },
+        timeout_seconds: 600,
+        environment: 'production',
+      },
+    ],
+  });
 
-export const promoteBody = z.strictObject({ version_id: z.string().min(1) });
+export const promoteBody = z
+  .strictObject({ version_id: z.string().min(1) })
+  .meta({ examples: [{ version_id: 'ver_01jd3x9k2m4n5p6q7r8s9t0v1w' }] });
 
 export const deploymentParams = z.object({ id: z.string() });
 export const environmentParams = z.object({ id: z.string(), environment: environmentSchema });

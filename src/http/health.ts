@@ -8,7 +8,15 @@ import { errorBodySchema } from './error-schema.js';
 export const healthRoutes: FastifyPluginAsyncZod<{ db: Kysely<Database> }> = async (app, { db }) => {
   app.get(
     '/healthz',
-    { schema: { tags: ['health'], summary: 'Liveness', response: { 200: z.object({ status: z.literal('ok') }) } } },
+    {
+      schema: {
+        tags: ['health'],
+        operationId: 'getHealth',
+        summary: 'Liveness',
+        description: 'No key needed. Answers while the process is up.',
+        response: { 200: z.object({ status: z.literal('ok') }) },
+      },
+    },
     async () => ({ status: 'ok' as const }),
   );
 
@@ -17,7 +25,9 @@ export const healthRoutes: FastifyPluginAsyncZod<{ db: Kysely<Database> }> = asy
     {
       schema: {
         tags: ['health'],
+        operationId: 'getReadiness',
         summary: 'Readiness: the database answers',
+        description: 'No key needed. 503 while the database cannot be reached.',
         response: { 200: z.object({ status: z.literal('ready') }), 503: errorBodySchema },
       },
     },

@@ -3,6 +3,84 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 
+/** One named response per error status, so every client sees the same names and meanings. */
+const NAMED_RESPONSES: Record<string, { name: string; description: string }> = {
+  400: { name: 'BadRequest', description: 'Invalid body, query or value; the message names the field' },
+  401: { name: 'Unauthorized', description: 'Missing or unknown API key (`Invalid API key`)' },
+  403: { name: 'Forbidden', description: 'A member key on a route that needs an admin key' },
+  404: { name: 'NotFound', description: 'No such resource in the caller’s organization' },
+  409: { name: 'Conflict', description: 'Taken name, busy thread, or an Idempotency-Key reused with another body' },
+  413: { name: 'PayloadTooLarge', description: 'The body is larger than the service accepts' },
+  429: { name: 'RateLimited', description: 'Too many requests for this key; `Retry-After` says when to try again' },
+  500: { name: 'Internal', description: 'Unexpected error; details only in the service log' },
+  503: { name: 'Unavailable', description: 'The database cannot be reached' },
+};
+
+const SUCCESS_DESCRIPTIONS: Record<string, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+};
+
+type Operation = {
+  security?: unknown[];
+  responses?: Record<string, { description?: string; content?: Record<string, { schema?: Record<string, unknown> }> }>;
+};
+type Document = {
+  paths?: Record<string, Record<string, Operation>>;
+  components?: { responses?: Record<string, unknown>; schemas?: Record<string, unknown> };
+};
+
+/** Errors become `$ref`s to named responses, SSE answers `text/event-stream`, key-less routes lose the lock. */
+export function finishDocument<T>(document: T): T {
+  const doc = document as Document;
+  const used = new Set<string>();
+  for (const [path, operations] of Object.entries(doc.paths ?? {})) {
+    const authenticated = path.startsWith('/v1/');
+    for (const operation of Object.values(operations)) {
+      if (!authenticated) operation.security = [];
+      const responses = operation.responses ?? {};
+      if (authenticated) responses[429] = {};
+      for (const [status, response] of Object.entries(responses)) {
+        const named = NAMED_RESPONSES[status];
+        if (named) {
+          used.add(status);
+          responses[status] = { $ref: `#/components/responses/${named.name}` } as never;
+          continue;
+        }
+        const json = response.content?.['application/json'];
+        if (json?.schema?.['x-event-stream']) {
+          const { 'x-event-stream': _marker, ...schema } = json.schema;
+          response.content = { 'text/event-stream': { schema } };
+        }
+        response.description = SUCCESS_DESCRIPTIONS[status] ?? response.description;
+      }
+      operation.responses = responses;
+    }
+  }
+  doc.components ??= {};
+  doc.components.responses = Object.fromEntries(
+    [...used].sort().map((status) => {
+      const { name, description } = NAMED_RESPONSES[status]!;
+      const content = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
+      return [name, { description, content }];
+    }),
+  );
+  return document;
+}
+
+type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
+
+/** Marks the 200 answer of every route with the `sse` option, so finishDocument lists it as an event stream. */
+function markEventStreams(input: TransformInput) {
+  const result = jsonSchemaTransform(input);
+  if (!(input.route as { sse?: unknown }).sse) return result;
+  const schema = result.schema as { response?: Record<string, Record<string, unknown>> };
+  const ok = schema.response?.[200];
+  if (ok) schema.response![200] = { ...ok, 'x-event-stream': true };
+  return result;
+}
+
 /** OpenAPI 3.1 generated from the route schemas, served at /openapi.json, with a reader at /docs. */
 export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
   await app.register(swagger, {
@@ -19,8 +97,8 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
       },
       security: [{ bearerAuth: [] }],
     },
-    transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transform: markEventStreams,
+    transformObject: (input) => finishDocument(jsonSchemaTransformObject(input)),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

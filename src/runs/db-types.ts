@@ -17,6 +17,9 @@ export interface RunsTable {
   version_id: string;
   environment: Environment;
   thread_id: string | null;
+  /** The cron that started the run, if one did, and the due time it started it for. */
+  cron_id: string | null;
+  cron_due_at: NullableTimestamp;
   status: RunStatus;
   input: Json<Record<string, unknown>>;
   output: NullableJson<Record<string, unknown>>;

@@ -9,6 +9,7 @@ export const runColumns = [
   'runs.version_id',
   'runs.environment',
   'runs.thread_id',
+  'runs.cron_id',
   'runs.status',
   'runs.input',
   'runs.output',
@@ -26,6 +27,8 @@ export interface NewRun {
   version_id: string;
   environment: Environment;
   thread_id: string | null;
+  cron_id?: string | null;
+  cron_due_at?: Date | null;
   status: 'pending' | 'running';
   input: Record<string, unknown>;
   instance_id: string | null;
@@ -66,6 +69,8 @@ export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'versi
           'version_id',
           'environment',
           'thread_id',
+          'cron_id',
+          'cron_due_at',
           'status',
           'input',
           'instance_id',
@@ -82,6 +87,8 @@ export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'versi
               'v.id as version_id',
               sql<string>`${run.environment}::text`.as('environment'),
               sql<string | null>`${run.thread_id}::text`.as('thread_id'),
+              sql<string | null>`${run.cron_id ?? null}::text`.as('cron_id'),
+              sql<Date | null>`${run.cron_due_at ?? null}::timestamptz`.as('cron_due_at'),
               sql<string>`${run.status}::text`.as('status'),
               sql<string>`${JSON.stringify(run.input)}::jsonb`.as('input'),
               sql<string | null>`${run.instance_id}::text`.as('instance_id'),
@@ -109,6 +116,7 @@ export function findRunById(db: Db, id: string) {
 export interface RunFilter {
   deployment_id?: string | undefined;
   thread_id?: string | undefined;
+  cron_id?: string | undefined;
   status?: RunStatus | undefined;
 }
 
@@ -116,6 +124,7 @@ function filtered(db: Db, orgId: string, filter: RunFilter) {
   let query = db.selectFrom('runs').where('org_id', '=', orgId);
   if (filter.deployment_id) query = query.where('deployment_id', '=', filter.deployment_id);
   if (filter.thread_id) query = query.where('thread_id', '=', filter.thread_id);
+  if (filter.cron_id) query = query.where('cron_id', '=', filter.cron_id);
   if (filter.status) query = query.where('status', '=', filter.status);
   return query;
 }
@@ -145,6 +154,7 @@ const plainColumns = [
   'version_id',
   'environment',
   'thread_id',
+  'cron_id',
   'status',
   'input',
   'output',

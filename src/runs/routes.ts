@@ -41,6 +41,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
     {
       schema: {
         tags,
+        operationId: 'createRun',
         summary: 'Start a run of a deployment’s running version',
         description:
           'Answers once the run’s process has started (`running`), or with `pending` while MAX_CONCURRENT_RUNS runs are going.',
@@ -70,7 +71,9 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
     {
       schema: {
         tags,
+        operationId: 'listRuns',
         summary: 'List runs, newest first',
+        description: 'Filters by deployment, thread and status; `total` counts every match. `limit` at most 1000.',
         querystring: listRunsQuery,
         response: { 200: z.object({ runs: z.array(runSchema), total: z.number().int() }), ...commonErrors },
       },
@@ -85,7 +88,14 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
   app.get(
     '/runs/:id',
     {
-      schema: { tags, summary: 'Get a run', params: runParams, response: { 200: runSchema, ...commonErrors } },
+      schema: {
+        tags,
+        operationId: 'getRun',
+        summary: 'Get a run',
+        description: 'Any key of the organization; another organization’s run is 404.',
+        params: runParams,
+        response: { 200: runSchema, ...commonErrors },
+      },
     },
     async (request, reply) => sendJsonText(reply, await runs.getJson(principalOf(request).orgId, request.params.id)),
   );
@@ -95,7 +105,10 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
     {
       schema: {
         tags,
+        operationId: 'cancelRun',
         summary: 'Cancel a pending or running run; its process group is stopped',
+        description:
+          'A terminal run answers 400 `Cannot cancel run with status: <status>`. The run is `canceled` at once.',
         params: runParams,
         response: { 200: cancelResponse, ...commonErrors },
       },
@@ -110,6 +123,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
       sse: { kind: 'manual', heartbeat: false },
       schema: {
         tags,
+        operationId: 'streamRunEvents',
         summary: 'Follow a run’s events (Server-Sent Events)',
         description:
           'Each event is `id: <seq>` and `data: {"type", "data"}`; `: keepalive` every 15 s; ends with one ' +

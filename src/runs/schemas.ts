@@ -13,6 +13,7 @@ export const runSchema = z
     deployment_id: z.string(),
     environment: environmentSchema,
     thread_id: z.string().nullable(),
+    cron_id: z.string().nullable().describe('the cron that started the run, if one did'),
     status: runStatusSchema,
     input: jsonObject,
     output: jsonObject.nullable().describe('final output; only when succeeded'),
@@ -32,12 +33,16 @@ export const createdRunSchema = z
   })
   .meta({ id: 'CreatedRun' });
 
-export const createRunBody = z.strictObject({
-  deployment_id: z.string().min(1, 'must not be empty'),
-  input: jsonObject.default({}).describe('passed to the crew on standard input'),
-  environment: environmentSchema.default('production'),
-  thread_id: z.string().min(1).optional().describe('run inside this thread of the same deployment'),
-});
+export const createRunBody = z
+  .strictObject({
+    deployment_id: z.string().min(1, 'must not be empty'),
+    input: jsonObject.default({}).describe('passed to the crew on standard input'),
+    environment: environmentSchema.default('production'),
+    thread_id: z.string().min(1).optional().describe('run inside this thread of the same deployment'),
+  })
+  .meta({
+    examples: [{ deployment_id: 'dep_01jd3x9k2m4n5p6q7r8s9t0v1w', input: { topic: 'solar panels in Norway' } }],
+  });
 
 export const idempotencyHeaders = z.object({
   'idempotency-key': z
@@ -53,6 +58,7 @@ export const runParams = z.object({ id: z.string() });
 export const listRunsQuery = z.strictObject({
   deployment_id: z.string().min(1).optional(),
   thread_id: z.string().min(1).optional(),
+  cron_id: z.string().min(1).optional().describe('runs started by this cron'),
   status: runStatusSchema.optional(),
   ...paginationQuery(50),
 });

@@ -86,6 +86,8 @@ export interface CreateRunParams {
   environment: Environment;
   input: Record<string, unknown>;
   threadId?: string | null;
+  /** The cron starting the run and the due time it starts it for; a second run for the same due time is refused. */
+  cron?: { id: string; dueAt: Date } | null;
   /** Scoped per org + idempotencyScope; same key + same body within 24h answers the first response. */
   idempotencyKey?: string | null;
   /** e.g. 'runs', 'thread:<id>', 'incoming:<webhook id>'. */

@@ -38,7 +38,9 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags,
+        operationId: 'listTables',
         summary: 'List the organization’s tables, newest first',
+        description: 'Any key of the organization.',
         querystring: listTablesQuery,
         response: { 200: tableListSchema, ...commonErrors },
       },
@@ -54,7 +56,9 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags,
+        operationId: 'createTable',
         summary: 'Create a table',
+        description: 'Column names are unique; 409 when the table name is taken.',
         body: createTableBody,
         response: { 201: tableSchema, ...commonErrors, ...conflictError },
       },
@@ -68,7 +72,14 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
   app.get(
     '/tables/:id',
     {
-      schema: { tags, summary: 'Get a table', params: tableParams, response: { 200: tableSchema, ...commonErrors } },
+      schema: {
+        tags,
+        operationId: 'getTable',
+        summary: 'Get a table',
+        description: 'With its column definitions and row count.',
+        params: tableParams,
+        response: { 200: tableSchema, ...commonErrors },
+      },
     },
     async (request) => tables.get(principalOf(request).orgId, request.params.id),
   );
@@ -78,7 +89,10 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags,
+        operationId: 'updateTable',
         summary: 'Rename, describe, or replace the columns of a table',
+        description:
+          '`columns` replaces the definitions, matched by name; a changed type converts stored values or refuses the whole change with a 400 naming the column.',
         params: tableParams,
         body: updateTableBody,
         response: { 200: tableSchema, ...commonErrors, ...conflictError },
@@ -92,7 +106,9 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags,
+        operationId: 'deleteTable',
         summary: 'Delete a table and all its rows (irreversible)',
+        description: 'Every row goes with it.',
         params: tableParams,
         response: { 200: successSchema, ...commonErrors },
       },
@@ -108,7 +124,10 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags: rowTags,
+        operationId: 'queryRows',
         summary: 'Query rows: filter, sort, paginate',
+        description:
+          'Filter groups nest up to 5 deep with at most 100 conditions; default sort `created_at` descending, ties on `id`.',
         params: tableParams,
         body: queryBody,
         response: { 200: queryResultSchema, ...commonErrors },
@@ -125,7 +144,9 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags: rowTags,
+        operationId: 'insertRows',
         summary: 'Insert a row, or a batch of 1 to 1000 rows',
+        description: 'All or nothing: one bad row refuses the batch, naming its index and column.',
         params: tableParams,
         body: insertBody,
         response: { 201: z.union([rowSchema, insertedRowsSchema]), ...commonErrors },
@@ -142,7 +163,9 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags: rowTags,
+        operationId: 'updateRows',
         summary: 'Update every row matching a filter',
+        description: 'Answers the number of rows changed.',
         params: tableParams,
         body: bulkUpdateBody,
         response: { 200: updatedSchema, ...commonErrors },
@@ -156,7 +179,9 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags: rowTags,
+        operationId: 'deleteRows',
         summary: 'Delete every row matching a filter',
+        description: 'Answers the number of rows deleted.',
         params: tableParams,
         body: bulkDeleteBody,
         response: { 200: deletedSchema, ...commonErrors },
@@ -168,7 +193,14 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
   app.get(
     '/tables/:id/rows/:rowId',
     {
-      schema: { tags: rowTags, summary: 'Get a row', params: rowParams, response: { 200: rowSchema, ...commonErrors } },
+      schema: {
+        tags: rowTags,
+        operationId: 'getRow',
+        summary: 'Get a row',
+        description: 'Values by column name, with id, created_at and updated_at.',
+        params: rowParams,
+        response: { 200: rowSchema, ...commonErrors },
+      },
     },
     async (request) => rows.get(principalOf(request).orgId, request.params.id, request.params.rowId),
   );
@@ -178,7 +210,9 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags: rowTags,
+        operationId: 'updateRow',
         summary: 'Update a row: only the columns given change',
+        description: 'Columns left out keep their values.',
         params: rowParams,
         body: rowValuesSchema,
         response: { 200: rowSchema, ...commonErrors },
@@ -193,7 +227,9 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
     {
       schema: {
         tags: rowTags,
+        operationId: 'deleteRow',
         summary: 'Delete a row',
+        description: 'Irreversible.',
         params: rowParams,
         response: { 200: successSchema, ...commonErrors },
       },

@@ -77,11 +77,24 @@ const description = z
   .max(10_000, 'must be at most 10000 characters')
   .refine((text) => !text.includes('\u0000'), 'must not contain the NUL character');
 
-export const createTableBody = z.strictObject({
-  name: tableName,
-  description: description.nullable().optional(),
-  columns: columnInputs,
-});
+export const createTableBody = z
+  .strictObject({
+    name: tableName,
+    description: description.nullable().optional(),
+    columns: columnInputs,
+  })
+  .meta({
+    examples: [
+      {
+        name: 'leads',
+        columns: [
+          { name: 'email', type: 'email', required: true },
+          { name: 'score', type: 'number' },
+          { name: 'stage', type: 'select', options: ['new', 'won', 'lost'] },
+        ],
+      },
+    ],
+  });
 
 export const updateTableBody = z.strictObject({
   name: tableName.optional(),
@@ -140,6 +153,7 @@ export const filterSchema = z.unknown().meta({
     '{"and": [...]} or {"or": [...]}; an item is a condition {column, operator, value} or another group ' +
     `(at most 5 levels, 100 conditions). Operators: ${OPERATORS.join(', ')}.`,
   type: 'object',
+  additionalProperties: true,
 });
 
 const limit = z
@@ -162,6 +176,9 @@ export const queryBody = z
       .min(0, 'must not be negative')
       .default(0),
   })
+  .meta({
+    examples: [{ filter: { and: [{ column: 'score', operator: 'gte', value: 50 }] }, sort_by: 'score', limit: 100 }],
+  })
   .nullish();
 
 export const queryResultSchema = z.object({
@@ -174,7 +191,10 @@ export const queryResultSchema = z.object({
 export const insertBody = z.unknown().meta({
   id: 'RowInsert',
   description: 'a row object, or an array of 1 to 1000 row objects (all or nothing)',
-  oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' }, minItems: 1, maxItems: 1000 }],
+  oneOf: [
+    { type: 'object', additionalProperties: true },
+    { type: 'array', items: { type: 'object', additionalProperties: true }, minItems: 1, maxItems: 1000 },
+  ],
 });
 
 export const insertedRowsSchema = z.object({ rows: z.array(rowSchema) });

@@ -25,7 +25,9 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
     {
       schema: {
         tags,
+        operationId: 'createThread',
         summary: 'Create a thread (status idle)',
+        description: 'A thread keeps values between the runs started in it.',
         body: createThreadBody,
         response: { 200: threadSchema, ...commonErrors },
       },
@@ -41,7 +43,9 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
     {
       schema: {
         tags,
+        operationId: 'listThreads',
         summary: 'List a deployment’s threads, newest first',
+        description: 'Requires `deployment_id`.',
         querystring: listThreadsQuery,
         response: { 200: z.object({ threads: z.array(threadSchema) }), ...commonErrors },
       },
@@ -57,7 +61,9 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
     {
       schema: {
         tags,
+        operationId: 'getThread',
         summary: 'Get a thread with its current values',
+        description: '`status` is idle, busy, interrupted or error.',
         params: threadParams,
         response: { 200: threadSchema, ...commonErrors },
       },
@@ -70,7 +76,9 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
     {
       schema: {
         tags,
+        operationId: 'updateThread',
         summary: 'Replace a thread’s metadata and/or values',
+        description: '409 while a run is going in the thread.',
         params: threadParams,
         body: patchThreadBody,
         response: { 200: threadSchema, ...commonErrors, ...conflictError },
@@ -84,7 +92,9 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
     {
       schema: {
         tags,
+        operationId: 'deleteThread',
         summary: 'Delete a thread and its history (not while busy)',
+        description: '409 while a run is going in the thread.',
         params: threadParams,
         response: { 200: z.object({ success: z.literal(true) }), ...commonErrors, ...conflictError },
       },
@@ -100,7 +110,9 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
     {
       schema: {
         tags,
+        operationId: 'listThreadHistory',
         summary: 'A thread’s checkpoints, newest first',
+        description: 'One checkpoint per finished run that changed the values.',
         params: threadParams,
         querystring: historyQuery,
         response: { 200: z.object({ checkpoints: z.array(checkpointSchema) }), ...commonErrors },
@@ -116,7 +128,10 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
     {
       schema: {
         tags,
+        operationId: 'createThreadRun',
         summary: 'Start a run in an idle thread (409 while it is busy)',
+        description:
+          'Answers 202 once the runner process has started; the run sees the thread’s values on standard input.',
         params: threadParams,
         headers: idempotencyHeaders,
         body: createThreadRunBody.nullish(),

@@ -29,11 +29,13 @@ export const checkpointSchema = z
   })
   .meta({ id: 'ThreadCheckpoint' });
 
-export const createThreadBody = z.strictObject({
-  deployment_id: z.string().min(1, 'must not be empty'),
-  metadata: jsonObject.default({}),
-  values: jsonObject.optional().describe('initial state'),
-});
+export const createThreadBody = z
+  .strictObject({
+    deployment_id: z.string().min(1, 'must not be empty'),
+    metadata: jsonObject.default({}),
+    values: jsonObject.optional().describe('initial state'),
+  })
+  .meta({ examples: [{ deployment_id: 'dep_01jd3x9k2m4n5p6q7r8s9t0v1w', metadata: { customer: 'acme' } }] });
 
 export const listThreadsQuery = z.strictObject({
   deployment_id: z.string().min(1, 'must not be empty'),
@@ -50,10 +52,12 @@ export const patchThreadBody = z.strictObject({
   values: jsonObject.nullable().optional().describe('replaces the values (null clears them); refused while busy'),
 });
 
-export const createThreadRunBody = z.strictObject({
-  input: jsonObject.default({}),
-  environment: environmentSchema.default('production'),
-});
+export const createThreadRunBody = z
+  .strictObject({
+    input: jsonObject.default({}),
+    environment: environmentSchema.default('production'),
+  })
+  .meta({ examples: [{ input: { message: 'And what about Sweden?' } }] });
 
 export const createdThreadRunSchema = z
   .object({

@@ -27,7 +27,9 @@ export const incomingWebhookRoutes: FastifyPluginAsyncZod<{ incoming: IncomingWe
     {
       schema: {
         tags,
+        operationId: 'createIncomingWebhook',
         summary: 'Create an incoming webhook; its token and URL are shown only in this response',
+        description: 'Admin keys only. Posting a JSON object to the URL starts a run with it as input.',
         body: createIncomingWebhookBody,
         response: { 201: createdIncomingWebhookSchema, ...commonErrors },
       },
@@ -43,7 +45,9 @@ export const incomingWebhookRoutes: FastifyPluginAsyncZod<{ incoming: IncomingWe
     {
       schema: {
         tags,
+        operationId: 'listIncomingWebhooks',
         summary: 'List incoming webhooks, newest first (without tokens)',
+        description: 'Admin keys only; `deployment_id` narrows the list.',
         querystring: listByDeploymentQuery,
         response: { 200: z.object({ incoming_webhooks: z.array(incomingWebhookSchema) }), ...commonErrors },
       },
@@ -59,7 +63,9 @@ export const incomingWebhookRoutes: FastifyPluginAsyncZod<{ incoming: IncomingWe
     {
       schema: {
         tags,
+        operationId: 'getIncomingWebhook',
         summary: 'Get an incoming webhook (without its token)',
+        description: 'Admin keys only.',
         params: idParams,
         response: { 200: incomingWebhookSchema, ...commonErrors },
       },
@@ -75,7 +81,9 @@ export const incomingWebhookRoutes: FastifyPluginAsyncZod<{ incoming: IncomingWe
     {
       schema: {
         tags,
+        operationId: 'deleteIncomingWebhook',
         summary: 'Delete an incoming webhook; its URL answers 404 from then on',
+        description: 'Admin keys only.',
         params: idParams,
         response: { 200: z.object({ success: z.literal(true) }), ...commonErrors },
       },
@@ -98,6 +106,7 @@ export const incomingTriggerRoutes: FastifyPluginAsyncZod<{ incoming: IncomingWe
     {
       schema: {
         tags: ['incoming webhooks'],
+        operationId: 'triggerIncomingWebhook',
         summary: 'Start a run of the webhook’s deployment and environment; the JSON object body is the input',
         description:
           'No Authorization header: the token picks the deployment and environment. Answers 202 once the runner ' +

@@ -30,7 +30,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'createWebhook',
         summary: 'Create an outgoing webhook; the signing secret is shown only in this response',
+        description: 'Admin keys only. Deliveries are signed with the secret (HMAC-SHA256) and retried on failure.',
         body: createWebhookBody,
         response: { 201: createdWebhookSchema, ...commonErrors },
       },
@@ -46,7 +48,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'listWebhooks',
         summary: 'List outgoing webhooks, newest first',
+        description: 'Admin keys only; `deployment_id` narrows the list.',
         querystring: listByDeploymentQuery,
         response: { 200: z.object({ webhooks: z.array(webhookSchema) }), ...commonErrors },
       },
@@ -62,7 +66,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'getWebhook',
         summary: 'Get an outgoing webhook',
+        description: 'Admin keys only. The secret is never returned here.',
         params: idParams,
         response: { 200: webhookSchema, ...commonErrors },
       },
@@ -78,7 +84,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'updateWebhook',
         summary: 'Change an outgoing webhook (name, url, events, environment, enabled)',
+        description: 'Admin keys only. Fields left out keep their values.',
         params: idParams,
         body: updateWebhookBody,
         response: { 200: webhookSchema, ...commonErrors },
@@ -95,7 +103,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'deleteWebhook',
         summary: 'Delete an outgoing webhook and its delivery log',
+        description: 'Admin keys only.',
         params: idParams,
         response: { 200: success, ...commonErrors },
       },
@@ -112,7 +122,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'regenerateWebhookSecret',
         summary: 'Regenerate the signing secret; the old one stops signing at once',
+        description: 'Admin keys only. The new secret appears only in this answer.',
         params: idParams,
         response: { 200: secretSchema, ...commonErrors },
       },
@@ -128,7 +140,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'listWebhookDeliveries',
         summary: 'List a webhook’s deliveries, newest first',
+        description: 'Admin keys only. Each delivery with its status, attempts and last answer.',
         params: idParams,
         querystring: deliveriesQuery,
         response: { 200: z.object({ deliveries: z.array(deliverySchema) }), ...commonErrors },
@@ -145,7 +159,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'getWebhookDelivery',
         summary: 'Get one delivery with its body and every attempt',
+        description: 'Admin keys only.',
         params: deliveryParams,
         response: { 200: deliveryDetailSchema, ...commonErrors },
       },
@@ -161,7 +177,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhooks: WebhookService }> 
     {
       schema: {
         tags,
+        operationId: 'redeliverWebhookDelivery',
         summary: 'Send a delivery again now (same delivery id and body, fresh retry schedule)',
+        description: 'Admin keys only. Answers 202; the attempt happens in the background.',
         params: deliveryParams,
         response: { 202: redeliverSchema, ...commonErrors },
       },

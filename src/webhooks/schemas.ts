@@ -49,22 +49,35 @@ export const createdWebhookSchema = webhookSchema
   .extend({ secret: z.string().describe('the signing secret; shown only in this response') })
   .meta({ id: 'CreatedWebhook' });
 
-export const createWebhookBody = z.strictObject({
-  deployment_id: z.string().min(1, 'must not be empty'),
-  name,
-  url: targetUrl,
-  events,
-  environment: environmentSchema.default('production'),
-  enabled: z.boolean().default(true),
-});
+export const createWebhookBody = z
+  .strictObject({
+    deployment_id: z.string().min(1, 'must not be empty'),
+    name,
+    url: targetUrl,
+    events,
+    environment: environmentSchema.default('production'),
+    enabled: z.boolean().default(true),
+  })
+  .meta({
+    examples: [
+      {
+        deployment_id: 'dep_01jd3x9k2m4n5p6q7r8s9t0v1w',
+        name: 'notify-slack-bridge',
+        url: 'https://hooks.example.com/crewd',
+        events: ['run.succeeded', 'run.failed'],
+      },
+    ],
+  });
 
-export const updateWebhookBody = z.strictObject({
-  name: name.optional(),
-  url: targetUrl.optional(),
-  events: events.optional(),
-  environment: environmentSchema.optional(),
-  enabled: z.boolean().optional(),
-});
+export const updateWebhookBody = z
+  .strictObject({
+    name: name.optional(),
+    url: targetUrl.optional(),
+    events: events.optional(),
+    environment: environmentSchema.optional(),
+    enabled: z.boolean().optional(),
+  })
+  .meta({ examples: [{ enabled: false }] });
 
 export const secretSchema = z
   .object({ secret: z.string().describe('the new signing secret; the old one stops signing at once') })
@@ -121,11 +134,13 @@ export const createdIncomingWebhookSchema = incomingWebhookSchema
   })
   .meta({ id: 'CreatedIncomingWebhook' });
 
-export const createIncomingWebhookBody = z.strictObject({
-  deployment_id: z.string().min(1, 'must not be empty'),
-  environment: environmentSchema.default('production'),
-  name: name.optional(),
-});
+export const createIncomingWebhookBody = z
+  .strictObject({
+    deployment_id: z.string().min(1, 'must not be empty'),
+    environment: environmentSchema.default('production'),
+    name: name.optional(),
+  })
+  .meta({ examples: [{ deployment_id: 'dep_01jd3x9k2m4n5p6q7r8s9t0v1w', name: 'github-push' }] });
 
 export const idParams = z.object({ id: z.string() });
 export const deliveryParams = z.object({ id: z.string(), delivery_id: z.string() });

@@ -43,6 +43,7 @@ export interface TestAppOptions {
   database?: TestDatabase;
   timings?: Partial<RunTimings>;
   webhookWorker?: AppDependencies['webhookWorker'];
+  cronTimings?: AppDependencies['cronTimings'];
   /** Listen on a real port as well as answering `inject`. */
   listen?: boolean;
 }
@@ -83,6 +84,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestCo
       logger: createLogger(config.logLevel, sink),
       timings: options.timings,
       webhookWorker: options.webhookWorker,
+      cronTimings: options.cronTimings,
     });
     await app.ready();
     return app;

@@ -36,6 +36,7 @@ describe('run endpoints', () => {
       deployment_id: trivial,
       environment: 'production',
       thread_id: null,
+      cron_id: null,
       status: 'succeeded',
       input: { question: 'why' },
       output: { echo: { question: 'why' } },

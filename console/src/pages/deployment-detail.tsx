@@ -1,0 +1,269 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { type Schemas, unwrap } from '../../../src/client/index.js';
+import { Timeline, useEventStream } from '../components/timeline.js';
+import { ErrorText, Field, Status, When } from '../components/ui.js';
+import { rawCall } from '../raw.js';
+import { href } from '../router.js';
+import { useRouteAvailable } from '../routes.js';
+import { useSession } from '../session.js';
+import { Variables } from './variables.js';
+
+type Environment = 'production' | 'staging';
+/** A version as newer servers describe it (CONTRACTS §8): bundle versions carry a build status. */
+type Version = Schemas['DeploymentVersion'] & {
+  source?: 'command' | 'bundle';
+  status?: 'building' | 'ready' | 'failed';
+  build_error?: string | null;
+  runtime?: string | null;
+};
+
+export function DeploymentDetail({ id }: { id: string }) {
+  const { client } = useSession();
+  const queries = useQueryClient();
+  const [logOf, setLogOf] = useState<string | null>(null);
+  const deployment = useQuery({
+    queryKey: ['deployment', id],
+    queryFn: () => unwrap(client.GET('/v1/deployments/{id}', { params: { path: { id } } })),
+  });
+  const versions = useQuery({
+    queryKey: ['versions', id],
+    queryFn: async () =>
+      (await unwrap(client.GET('/v1/deployments/{id}/versions', { params: { path: { id }, query: { limit: 100 } } })))
+        .versions as Version[],
+    refetchInterval: (query) => (query.state.data?.some((version) => version.status === 'building') ? 2000 : false),
+  });
+  const refresh = () => {
+    void queries.invalidateQueries({ queryKey: ['deployment', id] });
+    void queries.invalidateQueries({ queryKey: ['versions', id] });
+  };
+  const setEnvironment = useMutation({
+    mutationFn: ({ environment, versionId }: { environment: Environment; versionId: string | null }) =>
+      versionId
+        ? unwrap(
+            client.PUT('/v1/deployments/{id}/environments/{environment}', {
+              params: { path: { id, environment } },
+              body: { version_id: versionId },
+            }),
+          )
+        : unwrap(
+            client.DELETE('/v1/deployments/{id}/environments/{environment}', { params: { path: { id, environment } } }),
+          ),
+    onSuccess: refresh,
+  });
+  const environments = deployment.data?.environments;
+  return (
+    <>
+      <p>
+        <a href={href('deployments')}>← Deployments</a>
+      </p>
+      <h1>{deployment.data?.name ?? 'Deployment'}</h1>
+      <p>
+        <code>{id}</code>
+      </p>
+      <ErrorText error={deployment.error ?? setEnvironment.error} />
+      {environments ? (
+        <dl className="facts" aria-label="Environments">
+          {(['production', 'staging'] as const).map((environment) => (
+            <div key={environment}>
+              <dt>{environment}</dt>
+              <dd>
+                {environments[environment]
+                  ? `version ${environments[environment].version_number}`
+                  : 'no running version'}{' '}
+                {environments[environment] ? (
+                  <button type="button" onClick={() => setEnvironment.mutate({ environment, versionId: null })}>
+                    Clear {environment}
+                  </button>
+                ) : null}
+              </dd>
+            </div>
+          ))}
+        </dl>
+      ) : null}
+      <h2>Versions</h2>
+      <ErrorText error={versions.error} />
+      <div className="scroll">
+        <table aria-label="Versions">
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">Source</th>
+              <th scope="col">Build</th>
+              <th scope="col">Command</th>
+              <th scope="col">Created</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {versions.data?.map((version) => (
+              <tr key={version.id}>
+                <td>v{version.number}</td>
+                <td>{version.source ?? 'command'}</td>
+                <td>
+                  <Status value={version.status ?? 'ready'} />
+                  {version.build_error ? <div className="error-message">{version.build_error}</div> : null}
+                </td>
+                <td>
+                  <code>{version.command.join(' ')}</code>
+                </td>
+                <td>
+                  <When at={version.created_at} />
+                </td>
+                <td className="actions">
+                  {(['production', 'staging'] as const).map((environment) => (
+                    <button
+                      key={environment}
+                      type="button"
+                      aria-label={`To ${environment}: v${version.number}`}
+                      disabled={environments?.[environment]?.version_id === version.id}
+                      onClick={() => setEnvironment.mutate({ environment, versionId: version.id })}
+                    >
+                      To {environment}
+                    </button>
+                  ))}
+                  {version.source === 'bundle' ? (
+                    <button
+                      type="button"
+                      aria-label={`Build log of v${version.number}`}
+                      onClick={() => setLogOf(version.id)}
+                    >
+                      Build log
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {logOf ? <BuildLog deploymentId={id} versionId={logOf} onEnd={refresh} /> : null}
+      <UploadBundle
+        deploymentId={id}
+        onUploaded={(versionId) => {
+          setLogOf(versionId);
+          refresh();
+        }}
+      />
+      <CommandVersion deploymentId={id} onCreated={refresh} />
+      <Variables deploymentId={id} />
+    </>
+  );
+}
+
+function BuildLog({ deploymentId, versionId, onEnd }: { deploymentId: string; versionId: string; onEnd(): void }) {
+  const { key } = useSession();
+  const url = `/v1/deployments/${encodeURIComponent(deploymentId)}/versions/${encodeURIComponent(versionId)}/build/events`;
+  const stream = useEventStream(url, key, onEnd);
+  return <Timeline label={`Build log of ${versionId}`} {...stream} />;
+}
+
+function UploadBundle({ deploymentId, onUploaded }: { deploymentId: string; onUploaded(versionId: string): void }) {
+  const { key } = useSession();
+  const available = useRouteAvailable('/v1/deployments/{id}/versions/{version_id}/build/events');
+  const [file, setFile] = useState<File | null>(null);
+  const [environment, setEnvironment] = useState<Environment | ''>('');
+  const upload = useMutation({
+    mutationFn: () => {
+      if (!file) throw new Error('Choose a .tar.gz bundle first');
+      const query = environment ? `?environment=${environment}` : '';
+      return rawCall<Version>(
+        key,
+        'POST',
+        `/v1/deployments/${encodeURIComponent(deploymentId)}/versions${query}`,
+        file,
+      );
+    },
+    onSuccess: (version) => onUploaded(version.id),
+  });
+  if (!available) return null;
+  return (
+    <form
+      className="panel"
+      aria-label="Upload a bundle"
+      onSubmit={(event: FormEvent) => {
+        event.preventDefault();
+        upload.mutate();
+      }}
+    >
+      <h2>Upload a bundle</h2>
+      <Field label="Bundle (.tar.gz of the project folder)">
+        {(id) => (
+          <input
+            id={id}
+            type="file"
+            accept=".tar.gz,.tgz,application/gzip"
+            onChange={(e) => setFile(e.target.files?.[0] ?? null)}
+          />
+        )}
+      </Field>
+      <Field label="Run in environment once built">
+        {(id) => (
+          <select id={id} value={environment} onChange={(e) => setEnvironment(e.target.value as Environment | '')}>
+            <option value="">Neither</option>
+            <option>production</option>
+            <option>staging</option>
+          </select>
+        )}
+      </Field>
+      <button type="submit" disabled={upload.isPending}>
+        Upload bundle
+      </button>
+      <ErrorText error={upload.error} />
+    </form>
+  );
+}
+
+function CommandVersion({ deploymentId, onCreated }: { deploymentId: string; onCreated(): void }) {
+  const { client } = useSession();
+  const [command, setCommand] = useState('');
+  const [environment, setEnvironment] = useState<Environment | ''>('production');
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap(
+        client.POST('/v1/deployments/{id}/versions', {
+          params: { path: { id: deploymentId } },
+          body: {
+            command: command
+              .split('\n')
+              .map((part) => part.trim())
+              .filter(Boolean),
+            env: {},
+            ...(environment ? { environment } : {}),
+          },
+        }),
+      ),
+    onSuccess: () => {
+      setCommand('');
+      onCreated();
+    },
+  });
+  return (
+    <form
+      className="panel"
+      aria-label="Create a command version"
+      onSubmit={(event: FormEvent) => {
+        event.preventDefault();
+        create.mutate();
+      }}
+    >
+      <h2>New command version</h2>
+      <Field label="Command (one argument per line)">
+        {(id) => <textarea id={id} rows={3} value={command} onChange={(e) => setCommand(e.target.value)} />}
+      </Field>
+      <Field label="Make it the running version of">
+        {(id) => (
+          <select id={id} value={environment} onChange={(e) => setEnvironment(e.target.value as Environment | '')}>
+            <option value="">Neither</option>
+            <option>production</option>
+            <option>staging</option>
+          </select>
+        )}
+      </Field>
+      <button type="submit" disabled={create.isPending}>
+        Create version
+      </button>
+      <ErrorText error={create.error} />
+    </form>
+  );
+}

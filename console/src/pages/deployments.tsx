@@ -1,0 +1,76 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { unwrap } from '../../../src/client/index.js';
+import { ErrorText, Field, When } from '../components/ui.js';
+import { href } from '../router.js';
+import { useSession } from '../session.js';
+import { DeploymentDetail } from './deployment-detail.js';
+
+export default function DeploymentsPage({ params }: { params: string[] }) {
+  if (params[0]) return <DeploymentDetail key={params[0]} id={params[0]} />;
+  return <DeploymentList />;
+}
+
+function DeploymentList() {
+  const { client } = useSession();
+  const queries = useQueryClient();
+  const [name, setName] = useState('');
+  const deployments = useQuery({
+    queryKey: ['deployments'],
+    queryFn: () => unwrap(client.GET('/v1/deployments', { params: { query: { limit: 200 } } })),
+  });
+  const create = useMutation({
+    mutationFn: () => unwrap(client.POST('/v1/deployments', { body: { name } })),
+    onSuccess: () => {
+      setName('');
+      void queries.invalidateQueries({ queryKey: ['deployments'] });
+    },
+  });
+  return (
+    <>
+      <h1>Deployments</h1>
+      <form
+        className="inline"
+        aria-label="Create a deployment"
+        onSubmit={(event: FormEvent) => {
+          event.preventDefault();
+          create.mutate();
+        }}
+      >
+        <Field label="New deployment name">
+          {(id) => <input id={id} required value={name} onChange={(e) => setName(e.target.value)} />}
+        </Field>
+        <button type="submit">Create deployment</button>
+      </form>
+      <ErrorText error={create.error ?? deployments.error} />
+      <div className="scroll">
+        <table aria-label="Deployments">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Production</th>
+              <th scope="col">Staging</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deployments.data?.deployments.map((deployment) => (
+              <tr key={deployment.id}>
+                <td>
+                  <a href={href('deployments', deployment.id)}>{deployment.name}</a>
+                </td>
+                <td>
+                  {deployment.environments.production ? `v${deployment.environments.production.version_number}` : '—'}
+                </td>
+                <td>{deployment.environments.staging ? `v${deployment.environments.staging.version_number}` : '—'}</td>
+                <td>
+                  <When at={deployment.created_at} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,64 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { unwrap } from '../../../src/client/index.js';
+import { Timeline, useEventStream } from '../components/timeline.js';
+import { ErrorText, Json, Status, When } from '../components/ui.js';
+import { href } from '../router.js';
+import { useSession } from '../session.js';
+
+export function RunDetail({ id }: { id: string }) {
+  const { client, key } = useSession();
+  const queries = useQueryClient();
+  const run = useQuery({
+    queryKey: ['run', id],
+    queryFn: () => unwrap(client.GET('/v1/runs/{id}', { params: { path: { id } } })),
+  });
+  const stream = useEventStream(`/v1/runs/${encodeURIComponent(id)}/events`, key, () => {
+    void queries.invalidateQueries({ queryKey: ['run', id] });
+  });
+  const cancel = useMutation({
+    mutationFn: () => unwrap(client.POST('/v1/runs/{id}/cancel', { params: { path: { id } } })),
+    onSettled: () => queries.invalidateQueries({ queryKey: ['run', id] }),
+  });
+  const data = run.data;
+  return (
+    <>
+      <p>
+        <a href={href('runs')}>← Runs</a>
+      </p>
+      <h1>Run {id}</h1>
+      <ErrorText error={run.error} />
+      {data ? (
+        <dl className="facts">
+          <dt>Status</dt>
+          <dd>
+            <Status value={data.status} />
+          </dd>
+          <dt>Deployment</dt>
+          <dd>{data.deployment_id}</dd>
+          <dt>Environment</dt>
+          <dd>{data.environment}</dd>
+          <dt>Thread</dt>
+          <dd>{data.thread_id ? <a href={href('threads', data.thread_id)}>{data.thread_id}</a> : '—'}</dd>
+          <dt>Created</dt>
+          <dd>
+            <When at={data.created_at} />
+          </dd>
+          <dt>Completed</dt>
+          <dd>
+            <When at={data.completed_at} />
+          </dd>
+        </dl>
+      ) : null}
+      {data && (data.status === 'pending' || data.status === 'running') ? (
+        <button type="button" onClick={() => cancel.mutate()} disabled={cancel.isPending}>
+          Cancel run
+        </button>
+      ) : null}
+      <ErrorText error={cancel.error} />
+      {data?.error_message ? <p className="error-message">Error: {data.error_message}</p> : null}
+      <Timeline label="Timeline" {...stream} />
+      {data ? <Json label="Input" value={data.input} /> : null}
+      {data?.output ? <Json label="Output" value={data.output} /> : null}
+    </>
+  );
+}

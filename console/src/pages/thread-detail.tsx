@@ -1,0 +1,127 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { type Schemas, unwrap } from '../../../src/client/index.js';
+import { ErrorText, Field, Json, parseJson, Status, When } from '../components/ui.js';
+import { rawCall } from '../raw.js';
+import { href, navigate } from '../router.js';
+import { useSession } from '../session.js';
+
+/** A thread as newer servers describe it (CONTRACTS §9): an interrupted thread lists its interrupts. */
+type Thread = Schemas['Thread'] & { interrupts?: { id?: string; value: unknown }[] };
+
+export function ThreadDetail({ id }: { id: string }) {
+  const { client } = useSession();
+  const thread = useQuery({
+    queryKey: ['thread', id],
+    queryFn: async () => (await unwrap(client.GET('/v1/threads/{id}', { params: { path: { id } } }))) as Thread,
+    refetchInterval: (query) => (query.state.data?.status === 'busy' ? 1500 : false),
+  });
+  const history = useQuery({
+    queryKey: ['thread-history', id],
+    queryFn: () => unwrap(client.GET('/v1/threads/{id}/history', { params: { path: { id }, query: { limit: 20 } } })),
+  });
+  const data = thread.data;
+  return (
+    <>
+      <p>
+        <a href={href('threads')}>← Threads</a>
+      </p>
+      <h1>Thread {id}</h1>
+      <ErrorText error={thread.error} />
+      {data ? (
+        <>
+          <dl className="facts">
+            <dt>Status</dt>
+            <dd>
+              <Status value={data.status} />
+            </dd>
+            <dt>Deployment</dt>
+            <dd>{data.deployment_id}</dd>
+            <dt>Updated</dt>
+            <dd>
+              <When at={data.updated_at} />
+            </dd>
+          </dl>
+          {data.interrupts && data.interrupts.length > 0 ? <Interrupts interrupts={data.interrupts} /> : null}
+          <StartThreadRun thread={data} />
+          <Json label="Values" value={data.values} />
+          <Json label="Metadata" value={data.metadata} />
+        </>
+      ) : null}
+      <h2>History</h2>
+      <ErrorText error={history.error} />
+      <ol className="history" aria-label="Checkpoints">
+        {history.data?.checkpoints.map((checkpoint) => (
+          <li key={checkpoint.checkpoint_id}>
+            <When at={checkpoint.created_at} />{' '}
+            {checkpoint.run_id ? <a href={href('runs', checkpoint.run_id)}>{checkpoint.run_id}</a> : 'values set'}
+            <Json label={`Values at ${checkpoint.checkpoint_id}`} value={checkpoint.values} />
+          </li>
+        ))}
+      </ol>
+    </>
+  );
+}
+
+function Interrupts({ interrupts }: { interrupts: NonNullable<Thread['interrupts']> }) {
+  return (
+    <section className="panel interrupts" aria-label="Interrupts">
+      <h2>Waiting for input</h2>
+      <ul>
+        {interrupts.map((interrupt, index) => (
+          <li key={interrupt.id ?? index}>
+            <Json label={`Interrupt ${interrupt.id ?? index + 1}`} value={interrupt.value} />
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+/** Starts a run in the thread; on an interrupted thread, the run resumes it with `command.resume`. */
+function StartThreadRun({ thread }: { thread: Thread }) {
+  const { client, key } = useSession();
+  const queries = useQueryClient();
+  const interrupted = thread.status === 'interrupted';
+  const [input, setInput] = useState('{}');
+  const [resume, setResume] = useState('');
+  const start = useMutation({
+    mutationFn: async () => {
+      const body = { input: (parseJson(input, 'Input') ?? {}) as Record<string, unknown> };
+      if (interrupted) {
+        const command = { resume: parseJson(resume, 'Resume value') ?? resume };
+        const path = `/v1/threads/${encodeURIComponent(thread.thread_id)}/runs`;
+        return rawCall<{ run_id: string }>(key, 'POST', path, { ...body, command });
+      }
+      return unwrap(client.POST('/v1/threads/{id}/runs', { params: { path: { id: thread.thread_id } }, body }));
+    },
+    onSuccess: (created) => {
+      void queries.invalidateQueries({ queryKey: ['thread', thread.thread_id] });
+      navigate('runs', created.run_id);
+    },
+  });
+  return (
+    <form
+      className="panel"
+      aria-label={interrupted ? 'Resume the thread' : 'Start a run in the thread'}
+      onSubmit={(event: FormEvent) => {
+        event.preventDefault();
+        start.mutate();
+      }}
+    >
+      <h2>{interrupted ? 'Resume' : 'Start a run'}</h2>
+      {interrupted ? (
+        <Field label="Resume value (JSON or text)">
+          {(id) => <textarea id={id} rows={2} value={resume} onChange={(e) => setResume(e.target.value)} />}
+        </Field>
+      ) : null}
+      <Field label="Input (JSON)">
+        {(id) => <textarea id={id} rows={3} value={input} onChange={(e) => setInput(e.target.value)} />}
+      </Field>
+      <button type="submit" disabled={start.isPending || thread.status === 'busy'}>
+        {interrupted ? 'Resume thread' : 'Start run in thread'}
+      </button>
+      <ErrorText error={start.error} />
+    </form>
+  );
+}

@@ -1,0 +1,169 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { unwrap } from '../../../src/client/index.js';
+import { ErrorText, Json, SecretOnce, Status, When } from '../components/ui.js';
+import { href, navigate } from '../router.js';
+import { useSession } from '../session.js';
+
+export function WebhookDetail({ id }: { id: string }) {
+  const { client } = useSession();
+  const queries = useQueryClient();
+  const path = { params: { path: { id } } };
+  const [open, setOpen] = useState<string | null>(null);
+  const webhook = useQuery({ queryKey: ['webhook', id], queryFn: () => unwrap(client.GET('/v1/webhooks/{id}', path)) });
+  const deliveries = useQuery({
+    queryKey: ['deliveries', id],
+    queryFn: () =>
+      unwrap(client.GET('/v1/webhooks/{id}/deliveries', { params: { path: { id }, query: { limit: 50 } } })),
+    refetchInterval: 3000,
+  });
+  const toggle = useMutation({
+    mutationFn: (enabled: boolean) => unwrap(client.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled } })),
+    onSettled: () => queries.invalidateQueries({ queryKey: ['webhook', id] }),
+  });
+  // The checkbox follows the click at once (set in the same event); the refetch then shows what the server kept.
+  const setEnabled = (enabled: boolean) => {
+    queries.setQueryData<typeof webhook.data>(['webhook', id], (previous) => previous && { ...previous, enabled });
+    toggle.mutate(enabled);
+  };
+  const regenerate = useMutation({ mutationFn: () => unwrap(client.POST('/v1/webhooks/{id}/secret', path)) });
+  const redeliver = useMutation({
+    mutationFn: (deliveryId: string) =>
+      unwrap(
+        client.POST('/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver', {
+          params: { path: { id, delivery_id: deliveryId } },
+        }),
+      ),
+    onSuccess: () => queries.invalidateQueries({ queryKey: ['deliveries', id] }),
+  });
+  const remove = useMutation({
+    mutationFn: () => unwrap(client.DELETE('/v1/webhooks/{id}', path)),
+    onSuccess: () => {
+      void queries.invalidateQueries({ queryKey: ['webhooks'] });
+      navigate('webhooks');
+    },
+  });
+  const data = webhook.data;
+  return (
+    <>
+      <p>
+        <a href={href('webhooks')}>← Webhooks</a>
+      </p>
+      <h1>{data?.name ?? 'Webhook'}</h1>
+      <ErrorText error={webhook.error ?? toggle.error ?? regenerate.error ?? remove.error} />
+      {data ? (
+        <dl className="facts">
+          <dt>URL</dt>
+          <dd>{data.url}</dd>
+          <dt>Events</dt>
+          <dd>{data.events.join(', ')}</dd>
+          <dt>Deployment</dt>
+          <dd>
+            {data.deployment_id} ({data.environment})
+          </dd>
+          <dt>Enabled</dt>
+          <dd>
+            <label>
+              <input type="checkbox" checked={data.enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
+            </label>
+          </dd>
+        </dl>
+      ) : null}
+      {regenerate.data ? (
+        <SecretOnce label="New signing secret" value={regenerate.data.secret} onDone={() => regenerate.reset()} />
+      ) : (
+        <button
+          type="button"
+          onClick={() => {
+            if (window.confirm('The old secret stops signing at once. Regenerate?')) regenerate.mutate();
+          }}
+        >
+          Regenerate secret
+        </button>
+      )}
+      <h2>Deliveries</h2>
+      <ErrorText error={deliveries.error ?? redeliver.error} />
+      <div className="scroll">
+        <table aria-label="Deliveries">
+          <thead>
+            <tr>
+              <th scope="col">Delivery</th>
+              <th scope="col">Event</th>
+              <th scope="col">Status</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Answer</th>
+              <th scope="col">Created</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.data?.deliveries.map((delivery) => (
+              <tr key={delivery.id}>
+                <td>{delivery.id}</td>
+                <td>{delivery.event}</td>
+                <td>
+                  <Status value={delivery.status} />
+                </td>
+                <td>{delivery.attempts}</td>
+                <td>{delivery.response_status ?? delivery.error_message ?? '—'}</td>
+                <td>
+                  <When at={delivery.created_at} />
+                </td>
+                <td className="actions">
+                  <button type="button" aria-label={`Attempts of ${delivery.id}`} onClick={() => setOpen(delivery.id)}>
+                    Attempts
+                  </button>
+                  <button
+                    type="button"
+                    aria-label={`Redeliver ${delivery.id}`}
+                    onClick={() => redeliver.mutate(delivery.id)}
+                  >
+                    Redeliver
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {open ? <DeliveryAttempts webhookId={id} deliveryId={open} /> : null}
+      <button
+        type="button"
+        className="danger"
+        onClick={() => {
+          if (window.confirm('Delete this webhook and its delivery log?')) remove.mutate();
+        }}
+      >
+        Delete webhook
+      </button>
+    </>
+  );
+}
+
+function DeliveryAttempts({ webhookId, deliveryId }: { webhookId: string; deliveryId: string }) {
+  const { client } = useSession();
+  const delivery = useQuery({
+    queryKey: ['delivery', webhookId, deliveryId],
+    queryFn: () =>
+      unwrap(
+        client.GET('/v1/webhooks/{id}/deliveries/{delivery_id}', {
+          params: { path: { id: webhookId, delivery_id: deliveryId } },
+        }),
+      ),
+  });
+  return (
+    <section className="panel" aria-label={`Delivery ${deliveryId}`}>
+      <h2>Delivery {deliveryId}</h2>
+      <ErrorText error={delivery.error} />
+      <ol aria-label="Attempts">
+        {delivery.data?.attempt_history.map((attempt) => (
+          <li key={attempt.number}>
+            Attempt {attempt.number}: <When at={attempt.attempted_at} />, {attempt.duration_ms} ms,{' '}
+            {attempt.response_status ?? attempt.error_message}
+          </li>
+        ))}
+      </ol>
+      {delivery.data ? <Json label="Body" value={delivery.data.payload} /> : null}
+    </section>
+  );
+}

@@ -1,0 +1,135 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { unwrap } from '../../../src/client/index.js';
+import { DeploymentPicker } from '../components/deployment-picker.js';
+import { ErrorText, Field, SecretOnce, When } from '../components/ui.js';
+import { href } from '../router.js';
+import { useSession } from '../session.js';
+import { WebhookDetail } from './webhook-detail.js';
+
+const EVENTS = ['run.succeeded', 'run.failed'] as const;
+
+export default function WebhooksPage({ params }: { params: string[] }) {
+  if (params[0]) return <WebhookDetail key={params[0]} id={params[0]} />;
+  return <WebhookList />;
+}
+
+function WebhookList() {
+  const { client } = useSession();
+  const queries = useQueryClient();
+  const webhooks = useQuery({
+    queryKey: ['webhooks'],
+    queryFn: () => unwrap(client.GET('/v1/webhooks', { params: { query: { limit: 200 } } })),
+  });
+  const [deploymentId, setDeploymentId] = useState('');
+  const [name, setName] = useState('');
+  const [url, setUrl] = useState('');
+  const [events, setEvents] = useState<string[]>([...EVENTS]);
+  const [environment, setEnvironment] = useState<'production' | 'staging'>('production');
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap(
+        client.POST('/v1/webhooks', {
+          body: {
+            deployment_id: deploymentId,
+            name,
+            url,
+            events: events as (typeof EVENTS)[number][],
+            environment,
+            enabled: true,
+          },
+        }),
+      ),
+    onSuccess: () => void queries.invalidateQueries({ queryKey: ['webhooks'] }),
+  });
+  return (
+    <>
+      <h1>Webhooks</h1>
+      <ErrorText error={webhooks.error} />
+      <div className="scroll">
+        <table aria-label="Webhooks">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">URL</th>
+              <th scope="col">Events</th>
+              <th scope="col">Enabled</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {webhooks.data?.webhooks.map((webhook) => (
+              <tr key={webhook.id}>
+                <td>
+                  <a href={href('webhooks', webhook.id)}>{webhook.name}</a>
+                </td>
+                <td>{webhook.url}</td>
+                <td>{webhook.events.join(', ')}</td>
+                <td>{webhook.enabled ? 'yes' : 'no'}</td>
+                <td>
+                  <When at={webhook.created_at} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {create.data ? (
+        <SecretOnce
+          label={`Signing secret of ${create.data.name}`}
+          value={create.data.secret}
+          onDone={() => create.reset()}
+        />
+      ) : (
+        <form
+          className="panel"
+          aria-label="Create a webhook"
+          onSubmit={(event: FormEvent) => {
+            event.preventDefault();
+            create.mutate();
+          }}
+        >
+          <h2>New webhook</h2>
+          <DeploymentPicker value={deploymentId} onChange={setDeploymentId} />
+          <Field label="Name">
+            {(id) => <input id={id} required value={name} onChange={(e) => setName(e.target.value)} />}
+          </Field>
+          <Field label="URL">
+            {(id) => <input id={id} type="url" required value={url} onChange={(e) => setUrl(e.target.value)} />}
+          </Field>
+          <fieldset>
+            <legend>Events</legend>
+            {EVENTS.map((event) => (
+              <label key={event}>
+                <input
+                  type="checkbox"
+                  checked={events.includes(event)}
+                  onChange={(e) =>
+                    setEvents(e.target.checked ? [...events, event] : events.filter((item) => item !== event))
+                  }
+                />{' '}
+                {event}
+              </label>
+            ))}
+          </fieldset>
+          <Field label="Environment">
+            {(id) => (
+              <select
+                id={id}
+                value={environment}
+                onChange={(e) => setEnvironment(e.target.value as typeof environment)}
+              >
+                <option>production</option>
+                <option>staging</option>
+              </select>
+            )}
+          </Field>
+          <button type="submit" disabled={create.isPending}>
+            Create webhook
+          </button>
+          <ErrorText error={create.error} />
+        </form>
+      )}
+    </>
+  );
+}

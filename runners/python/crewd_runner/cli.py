@@ -1,0 +1,88 @@
+"""`python -m crewd_runner --crew|--flow|--graph <target>`: one run of a Python crew over the runner protocol."""
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+from . import loader
+from .capture import OutputCapture
+from .outcome import Outcome
+from .protocol import Emitter
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m crewd_runner", description=__doc__)
+    kind = parser.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--crew", metavar="MODULE:ATTR", help="a @CrewBase class, a Crew, or a function returning one")
+    kind.add_argument("--flow", metavar="MODULE:ATTR", help="a CrewAI Flow class or instance")
+    kind.add_argument("--graph", metavar="FILE.py:ATTR", help="a LangGraph graph, relative to the project folder")
+    return parser.parse_args(argv)
+
+
+def read_request(stream):
+    text = stream.read()
+    request = json.loads(text) if text.strip() else {}
+    if not isinstance(request, dict):
+        raise ValueError("Standard input must be one JSON object")
+    return request
+
+
+def load_entry(args, cwd):
+    """(runner function, loaded target). The import happens here, so that its errors fail the run."""
+    loader.add_project_to_path(cwd)
+    if args.graph:
+        from .langgraph_adapter import run_graph
+
+        return run_graph, loader.load_file_attr(args.graph, cwd)
+    from . import crewai_adapter
+
+    if args.crew:
+        return crewai_adapter.run_crew, loader.load_module_attr(args.crew)
+    return crewai_adapter.run_flow, loader.load_module_attr(args.flow)
+
+
+def warm_up(args):
+    if args.graph:
+        from .langgraph_adapter import warm_up as warm_up_adapter
+    else:
+        from .crewai_adapter import warm_up as warm_up_adapter
+    warm_up_adapter()
+
+
+def failure(error, emitter):
+    """The traceback as a `log` event, the run failed with the exception's type and message."""
+    emitter.log("".join(traceback.format_exception(error)).rstrip("\n"), stream="stderr")
+    message = str(error)
+    return Outcome("run.failed", {"error": f"{type(error).__name__}: {message}" if message else type(error).__name__})
+
+
+def run(load, stdin, emitter):
+    """The run's outcome; any error, the crew's import included, fails the run instead of the process."""
+    try:
+        request = read_request(stdin)
+        run_entry, target = load()
+        return run_entry(target, request, emitter)
+    except (Exception, SystemExit) as error:
+        return failure(error, emitter)
+
+
+def run_over_protocol(load):
+    """One run with the crew's own output turned into `log` events; the result line is written last."""
+    emitter = Emitter(os.dup(1))
+    capture = OutputCapture(emitter)
+    capture.start()
+    try:
+        outcome = run(load, sys.stdin, emitter)
+    finally:
+        capture.stop()
+    emitter.emit(outcome.event_type, outcome.data)
+    emitter.close()
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    cwd = os.getcwd()
+    return run_over_protocol(lambda: load_entry(args, cwd))

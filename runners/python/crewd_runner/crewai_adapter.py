@@ -1,0 +1,122 @@
+"""Runs a CrewAI crew or flow with `kickoff(inputs=<run input>)`, relaying its event bus as crewd events."""
+
+from contextlib import contextmanager
+
+from . import crewai_events
+from .jsonsafe import to_jsonable
+from .ordered_relay import OrderedRelay
+from .outcome import Outcome
+
+FLUSH_SECONDS = 10.0
+
+
+def prepare_crew(target):
+    """A Crew as given; a @CrewBase class is instantiated and asked for `.crew()`; a factory is called."""
+    from crewai import Crew
+
+    if isinstance(target, Crew):
+        return target
+    if hasattr(target, "crew") and callable(target.crew) and not isinstance(target, type):
+        return prepare_crew(target.crew())
+    if callable(target):
+        return prepare_crew(target())
+    raise TypeError(f"{type(target).__name__} is neither a Crew, a @CrewBase class nor a function returning a Crew")
+
+
+def prepare_flow(target):
+    from crewai.flow.flow import Flow
+
+    if isinstance(target, Flow):
+        return target
+    if isinstance(target, type) and issubclass(target, Flow):
+        return target()
+    raise TypeError(f"{getattr(target, '__name__', type(target).__name__)} is not a CrewAI Flow class or instance")
+
+
+# Modules CrewAI imports inside its first kickoff (as of 1.15); a name that is gone in another version is skipped.
+KICKOFF_IMPORTS = ("crewai.hooks.contexts", "crewai.llms.cache", "crewai.skills.tool")
+
+
+def warm_up():
+    """What a first kickoff pays in any process, paid once by the fork server instead of by each forked child:
+    CrewAI's late imports and the pydantic models whose schemas are completed on first use."""
+    import importlib
+
+    import crewai.events  # noqa: F401
+
+    crewai_events.handlers()
+    for name in KICKOFF_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    _complete_pydantic_models()
+
+
+def _complete_pydantic_models():
+    from pydantic import BaseModel
+
+    pending = [BaseModel]
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if model.__module__.startswith("crewai") and not getattr(model, "__pydantic_complete__", True):
+            try:
+                model.model_rebuild()
+            except Exception:  # a model that cannot be completed yet is completed by its first use, as before
+                pass
+
+
+def run_crew(target, request, emitter):
+    crew = prepare_crew(target)
+    with _relayed_events(emitter):
+        result = crew.kickoff(inputs=request.get("input") or {})
+    return Outcome("run.completed", {"output": crew_output(result)})
+
+
+def run_flow(target, request, emitter):
+    flow = prepare_flow(target)
+    with _relayed_events(emitter):
+        result = flow.kickoff(inputs=request.get("input") or {})
+    return Outcome("run.completed", {"output": {"result": to_jsonable(result), "state": to_jsonable(flow.state)}})
+
+
+def crew_output(result):
+    structured = result.json_dict
+    if structured is None and result.pydantic is not None:
+        structured = result.pydantic
+    return {
+        "raw": result.raw,
+        "json": to_jsonable(structured),
+        "tasks": [
+            {"task": (task.name or task.description).strip(), "agent": (task.agent or "").strip(), "raw": task.raw}
+            for task in result.tasks_output
+        ],
+        "token_usage": to_jsonable(result.token_usage),
+    }
+
+
+@contextmanager
+def _relayed_events(emitter):
+    """Our handlers beside CrewAI's own and the crew's (its console output, its listeners), for the run only."""
+    from crewai.events import crewai_event_bus
+
+    relay = OrderedRelay(emitter)
+    registered = [(event_class, _handler(relay, mapper)) for event_class, mapper in crewai_events.handlers()]
+    for event_class, handler in registered:
+        crewai_event_bus.register_handler(event_class, handler)
+    try:
+        yield
+    finally:
+        crewai_event_bus.flush(FLUSH_SECONDS)
+        for event_class, handler in registered:
+            crewai_event_bus.off(event_class, handler)
+        relay.close()
+
+
+def _handler(relay, mapper):
+    def handle(source, event):
+        event_type, data = crewai_events.jsonable_event(mapper, source, event)
+        relay.put(getattr(event, "emission_sequence", None), event_type, data)
+
+    return handle

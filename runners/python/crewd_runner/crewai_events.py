@@ -1,0 +1,143 @@
+"""CrewAI's event bus, mapped to crewd events (CONTRACTS §9)."""
+
+from .jsonsafe import to_jsonable
+
+
+def _clean(text):
+    # YAML's folded `>` blocks leave a trailing newline on roles and descriptions.
+    return text.strip() if isinstance(text, str) else text
+
+
+def task_label(task):
+    if task is None:
+        return None
+    return _clean(getattr(task, "name", None) or getattr(task, "description", None))
+
+
+def agent_role(agent):
+    return _clean(getattr(agent, "role", None)) if agent is not None else None
+
+
+def _task_agent(event):
+    task = getattr(event, "task", None)
+    role = agent_role(getattr(task, "agent", None)) or _clean(getattr(event, "agent_role", None))
+    return task_label(task) or _clean(getattr(event, "task_name", None)), role
+
+
+def on_task_started(_source, event):
+    task, agent = _task_agent(event)
+    return "task.started", {"task": task, "agent": agent}
+
+
+def on_task_completed(_source, event):
+    task, agent = _task_agent(event)
+    output = getattr(event, "output", None)
+    return "task.completed", {"task": task, "agent": agent, "output": getattr(output, "raw", output)}
+
+
+def on_task_failed(_source, event):
+    task, agent = _task_agent(event)
+    return "task.failed", {"task": task, "agent": agent, "error": str(event.error)}
+
+
+def on_agent_started(_source, event):
+    return "agent.action", {
+        "agent": agent_role(event.agent),
+        "action": "started",
+        "task": task_label(event.task),
+        "tools": [getattr(tool, "name", str(tool)) for tool in event.tools or []],
+    }
+
+
+def on_agent_completed(_source, event):
+    return "agent.action", {
+        "agent": agent_role(event.agent),
+        "action": "finished",
+        "task": task_label(event.task),
+        "output": event.output,
+    }
+
+
+def on_agent_error(_source, event):
+    return "agent.action", {
+        "agent": agent_role(event.agent),
+        "action": "failed",
+        "task": task_label(event.task),
+        "error": event.error,
+    }
+
+
+def _tool_agent(source, event):
+    for holder in (event, source):
+        for name in ("agent", "from_agent"):
+            role = agent_role(getattr(holder, name, None))
+            if role:
+                return role
+    return _clean(event.agent_role)
+
+
+def _tool_name(event):
+    # CrewAI names a tool as the model wrote it when it starts and sanitized when it ends: one name for both.
+    from crewai.utilities.string_utils import sanitize_tool_name
+
+    return sanitize_tool_name(event.tool_name)
+
+
+def on_tool_started(source, event):
+    return "tool_use", {"tool": _tool_name(event), "input": event.tool_args, "agent": _tool_agent(source, event)}
+
+
+def on_tool_finished(source, event):
+    return "tool_use", {"tool": _tool_name(event), "output": event.output, "agent": _tool_agent(source, event)}
+
+
+def on_tool_error(source, event):
+    return "tool_use", {"tool": _tool_name(event), "error": str(event.error), "agent": _tool_agent(source, event)}
+
+
+def on_llm_completed(_source, event):
+    data = {"model": event.model}
+    if event.usage:
+        data["usage"] = event.usage
+    role = agent_role(getattr(event, "from_agent", None)) or _clean(getattr(event, "agent_role", None))
+    if role:
+        data["agent"] = role
+    return "llm.call", data
+
+
+def on_method_started(_source, event):
+    return "task.started", {"task": event.method_name, "flow": event.flow_name}
+
+
+def on_method_finished(_source, event):
+    return "task.completed", {"task": event.method_name, "flow": event.flow_name, "output": event.result}
+
+
+def on_method_failed(_source, event):
+    return "task.failed", {"task": event.method_name, "flow": event.flow_name, "error": str(event.error)}
+
+
+def handlers():
+    """(event class, mapper) pairs; imported here so that the runner's core never imports CrewAI."""
+    from crewai.events.types import agent_events, flow_events, llm_events, task_events, tool_usage_events
+
+    return [
+        (task_events.TaskStartedEvent, on_task_started),
+        (task_events.TaskCompletedEvent, on_task_completed),
+        (task_events.TaskFailedEvent, on_task_failed),
+        (agent_events.AgentExecutionStartedEvent, on_agent_started),
+        (agent_events.AgentExecutionCompletedEvent, on_agent_completed),
+        (agent_events.AgentExecutionErrorEvent, on_agent_error),
+        (tool_usage_events.ToolUsageStartedEvent, on_tool_started),
+        (tool_usage_events.ToolUsageFinishedEvent, on_tool_finished),
+        (tool_usage_events.ToolUsageErrorEvent, on_tool_error),
+        (llm_events.LLMCallCompletedEvent, on_llm_completed),
+        (flow_events.MethodExecutionStartedEvent, on_method_started),
+        (flow_events.MethodExecutionFinishedEvent, on_method_finished),
+        (flow_events.MethodExecutionFailedEvent, on_method_failed),
+    ]
+
+
+def jsonable_event(mapper, source, event):
+    event_type, data = mapper(source, event)
+    return event_type, to_jsonable(data)

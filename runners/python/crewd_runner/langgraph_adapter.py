@@ -1,0 +1,93 @@
+"""Runs a LangGraph graph: `updates` and `custom` stream modes, interrupts, and the thread's checkpoint."""
+
+import asyncio
+
+from . import langgraph_checkpoint
+from .jsonsafe import to_jsonable
+from .outcome import Outcome
+
+INTERRUPT_KEY = "__interrupt__"
+
+
+def prepare_graph(target):
+    """A compiled graph as given; a StateGraph is compiled; a factory (as langgraph.json allows) is called."""
+    if hasattr(target, "astream"):
+        return target
+    if hasattr(target, "compile"):
+        return target.compile()
+    if callable(target):
+        return prepare_graph(target())
+    raise TypeError(f"{type(target).__name__} is not a LangGraph graph, StateGraph or graph factory")
+
+
+def warm_up():
+    """Imports what a run imports on its first use (the fork server calls this once)."""
+    import langgraph.checkpoint.memory  # noqa: F401
+    import langgraph.types  # noqa: F401
+
+
+def run_graph(target, request, emitter):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    # The run's own saver, whatever the graph was compiled with: the thread's state lives in crewd.
+    graph = prepare_graph(target).copy(update={"checkpointer": saver})
+    thread = request.get("thread")
+    thread_id = thread["thread_id"] if thread else request.get("run_id") or "run"
+    if thread:
+        langgraph_checkpoint.restore(saver, thread_id, thread.get("checkpoint"))
+    config = {"configurable": {"thread_id": thread_id}}
+    return asyncio.run(_stream(graph, _graph_input(request), config, emitter, saver, thread is not None))
+
+
+def _graph_input(request):
+    command = request.get("command")
+    if command is None:
+        return {**_values_without_checkpoint(request.get("thread")), **(request.get("input") or {})}
+    from langgraph.types import Command
+
+    return Command(resume=command.get("resume"), update=command.get("update"))
+
+
+def _values_without_checkpoint(thread):
+    """A thread whose values were set through the API, with no checkpoint yet, starts the graph from those values."""
+    if not thread or thread.get("checkpoint") or not isinstance(thread.get("values"), dict):
+        return {}
+    return thread["values"]
+
+
+async def _stream(graph, graph_input, config, emitter, saver, in_thread):
+    async for mode, chunk in graph.astream(graph_input, config, stream_mode=["updates", "custom"]):
+        if mode == "updates":
+            _emit_updates(chunk, emitter)
+        else:
+            emitter.emit("custom", chunk if isinstance(chunk, dict) else {"value": chunk})
+    snapshot = await graph.aget_state(config)
+    values = to_jsonable(snapshot.values)
+    if not isinstance(values, dict):
+        values = {"value": values}
+    interrupts = list(getattr(snapshot, "interrupts", ()) or ())
+    data = {"values": values} if in_thread else {}
+    if in_thread:
+        thread_id = config["configurable"]["thread_id"]
+        data["checkpoint"] = langgraph_checkpoint.dump(saver, thread_id, include_subgraphs=bool(snapshot.next))
+    if interrupts:
+        data["interrupts"] = [_interrupt(item) for item in interrupts]
+        return Outcome("run.interrupted", data)
+    return Outcome("run.completed", {"output": values, **data})
+
+
+def _emit_updates(chunk, emitter):
+    if not isinstance(chunk, dict):
+        return
+    for node, update in chunk.items():
+        if node != INTERRUPT_KEY:
+            emitter.emit("node.completed", {"node": node, "update": update})
+
+
+def _interrupt(item):
+    found = {"value": to_jsonable(getattr(item, "value", item))}
+    interrupt_id = getattr(item, "id", None)
+    if interrupt_id is not None:
+        found = {"id": interrupt_id, **found}
+    return found

@@ -1,0 +1,8 @@
+"""The final protocol event of a run, written only after the crew's own output has been flushed."""
+
+from typing import NamedTuple
+
+
+class Outcome(NamedTuple):
+    event_type: str
+    data: dict

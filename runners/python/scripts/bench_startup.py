@@ -1,0 +1,111 @@
+"""What a Python run costs to start, at the runner level: a process per run (`python -m crewd_runner`) against the
+fork server (`crewd_runner.forkclient` to a warm `crewd_runner.forkserver`), against a warm in-process call.
+
+Run with the test environment: `$(runners/python/scripts/test-env.sh) runners/python/scripts/bench_startup.py`.
+Prints `figure: <name> = <value> <unit> (goal …)` lines. The issue's goals are measured through the API (POST → complete);
+these are the runner's share of them.
+"""
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUNNER_ROOT = Path(__file__).resolve().parent.parent
+PROJECTS = RUNNER_ROOT / "tests" / "projects"
+sys.path[:0] = [str(RUNNER_ROOT / "tests"), str(PROJECTS)]
+
+from conftest import runner_env  # noqa: E402
+
+RUNS = int(os.environ.get("BENCH_RUNS", "9"))
+GRAPH = ("graph", "echo_graph.py:graph", {"text": "hello"})
+CREW = ("crew", "crews:echo_crew", {"topic": "bees"})
+
+
+def median_ms(action, runs=RUNS):
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def run_process(argv, run_input):
+    request = json.dumps({"run_id": "run_bench", "input": run_input, "thread": None, "command": None})
+    done = subprocess.run(argv, input=request, cwd=PROJECTS, env=runner_env(), capture_output=True, text=True)
+    if '"run.completed"' not in done.stdout.splitlines()[-1]:
+        raise RuntimeError(f"run did not complete: {done.stdout[-500:]} {done.stderr[-500:]}")
+
+
+def cold_ms(kind, target, run_input):
+    argv = [sys.executable, "-m", "crewd_runner", f"--{kind}", target]
+    return median_ms(lambda: run_process(argv, run_input))
+
+
+def forked_ms(kind, target, run_input):
+    with tempfile.TemporaryDirectory() as folder:
+        socket_path = os.path.join(folder, "bench.sock")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "crewd_runner.forkserver", f"--{kind}", target, "--socket", socket_path],
+            cwd=PROJECTS,
+            env=runner_env(),
+        )
+        try:
+            while not os.path.exists(socket_path):
+                time.sleep(0.05)
+            argv = [sys.executable, "-m", "crewd_runner.forkclient", "--socket", socket_path, f"--{kind}", target]
+            run_process(argv, run_input)  # the first child after start-up is not the steady state
+            return median_ms(lambda: run_process(argv, run_input))
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(10)
+
+
+def warm_graph_ms():
+    from echo_graph import graph
+
+    graph.invoke(GRAPH[2])
+    return median_ms(lambda: graph.invoke(GRAPH[2]), runs=RUNS * 5)
+
+
+def warm_kickoff_ms():
+    os.environ.update(runner_env())
+    from crews import echo_crew
+
+    echo_crew().kickoff(inputs=CREW[2])
+    return median_ms(lambda: echo_crew().kickoff(inputs=CREW[2]))
+
+
+def figure(name, value, unit, goal=None):
+    line = f"figure: {name} = {value:.2f} {unit}"
+    if goal:
+        op, target = goal
+        met = value <= target if op == "<=" else value >= target
+        line += f" (goal {op} {target}: {'met' if met else 'missed'})"
+    print(line, flush=True)
+
+
+def main():
+    graph_cold = cold_ms(*GRAPH)
+    graph_forked = forked_ms(*GRAPH)
+    figure("python one-node graph, process per run (runner only)", graph_cold, "ms", ("<=", 150))
+    figure("python one-node graph, fork server run (runner only)", graph_forked, "ms", ("<=", 150))
+    figure("python one-node graph, warm invoke in process", warm_graph_ms(), "ms")
+    crew_cold = cold_ms(*CREW)
+    crew_forked = forked_ms(*CREW)
+    kickoff = warm_kickoff_ms()
+    figure("crewai one-agent crew, warm kickoff in process", kickoff, "ms")
+    figure("crewai one-agent crew, process per run ÷ warm kickoff (runner only)", crew_cold / kickoff, "x", ("<=", 1.5))
+    figure(
+        "crewai one-agent crew, fork server run ÷ warm kickoff (runner only)", crew_forked / kickoff, "x", ("<=", 1.5)
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""Reports the environment and folder it runs in; sleeps first when the input asks, writing its pid down."""
+
+import os
+import time
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict, total=False):
+    sleep: float
+    run_id: str
+    cwd: str
+
+
+def report(state: State):
+    if state.get("sleep"):
+        with open("child.pid", "w") as pid_file:
+            pid_file.write(str(os.getpid()))
+        time.sleep(state["sleep"])
+    return {"run_id": os.environ.get("CREWD_RUN_ID", ""), "cwd": os.getcwd()}
+
+
+builder = StateGraph(State)
+builder.add_node("report", report)
+builder.add_edge(START, "report")
+builder.add_edge("report", END)
+graph = builder.compile()

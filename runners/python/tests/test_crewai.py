@@ -1,0 +1,95 @@
+"""CrewAI crews and flows through the runner: events from CrewAI's event bus and the shaped result."""
+
+import pytest
+from conftest import EXAMPLES, request, run_runner
+
+RESEARCHER = "solar batteries Senior Data Researcher"
+ANALYST = "solar batteries Reporting Analyst"
+
+
+@pytest.fixture(scope="module")
+def research_run():
+    """One run of the example crew, shared: importing CrewAI takes seconds."""
+    return run_runner(
+        "crew", "research.crew:Research", EXAMPLES / "crewai-research", request({"topic": "solar batteries"})
+    )
+
+
+def test_the_research_crew_reports_its_tasks_agents_tool_and_model_calls(research_run):
+    result = research_run
+
+    assert result.returncode == 0, result.stderr
+    assert result.of_type("task.started") == [
+        {"task": "research_task", "agent": RESEARCHER},
+        {"task": "reporting_task", "agent": ANALYST},
+    ]
+    completed = result.of_type("task.completed")
+    assert [(data["task"], data["agent"]) for data in completed] == [
+        ("research_task", RESEARCHER),
+        ("reporting_task", ANALYST),
+    ]
+    assert "keywords solar, batteries" in completed[0]["output"]
+    assert [(data["agent"], data["action"]) for data in result.of_type("agent.action")] == [
+        (RESEARCHER, "started"),
+        (RESEARCHER, "finished"),
+        (ANALYST, "started"),
+        (ANALYST, "finished"),
+    ]
+    tool_uses = result.of_type("tool_use")
+    assert [data["tool"] for data in tool_uses] == ["keyword_extractor", "keyword_extractor"]
+    assert "solar batteries" in str(tool_uses[0]["input"])
+    assert tool_uses[1]["output"] == "solar, batteries"
+    assert tool_uses[1]["agent"] == RESEARCHER
+    llm_calls = result.of_type("llm.call")
+    assert len(llm_calls) == 3
+    assert all(call["model"] == "crewd/deterministic" and call["usage"]["total_tokens"] > 0 for call in llm_calls)
+
+
+def test_the_crew_result_is_raw_json_tasks_and_token_usage(research_run):
+    result = research_run
+
+    assert result.last["type"] == "run.completed"
+    output = result.last["data"]["output"]
+    assert set(output) == {"raw", "json", "tasks", "token_usage"}
+    assert output["raw"].startswith("# solar batteries")
+    assert output["json"] is None
+    assert [(task["task"], task["agent"]) for task in output["tasks"]] == [
+        ("research_task", RESEARCHER),
+        ("reporting_task", ANALYST),
+    ]
+    assert output["tasks"][1]["raw"] == output["raw"]
+    assert output["token_usage"]["total_tokens"] > 0
+
+
+def test_events_arrive_in_the_order_crewai_emitted_them(research_run):
+    result = research_run
+
+    order = [(event["type"], event["data"].get("action")) for event in result.events if event["type"] != "log"]
+    assert order[:3] == [("task.started", None), ("agent.action", "started"), ("llm.call", None)]
+    assert order[-3:] == [("agent.action", "finished"), ("task.completed", None), ("run.completed", None)]
+
+
+def test_a_crew_from_a_function_gets_the_run_input(projects):
+    result = run_runner("crew", "crews:echo_crew", projects, request({"topic": "bees"}))
+
+    assert result.of_type("task.started") == [{"task": "write", "agent": "Writer"}]
+    assert result.last["data"]["output"]["raw"] == "one line"
+    assert "the crew's own listener saw write" in result.logs()
+
+
+def test_a_flow_reports_each_method_and_returns_its_result_and_state(projects):
+    result = run_runner("flow", "crews:OutlineFlow", projects, request({"topic": "bees"}))
+
+    assert result.returncode == 0, result.stderr
+    assert result.of_type("task.started") == [
+        {"task": "pick_topic", "flow": "OutlineFlow"},
+        {"task": "outline", "flow": "OutlineFlow"},
+    ]
+    assert result.of_type("task.completed") == [
+        {"task": "pick_topic", "flow": "OutlineFlow", "output": "BEES"},
+        {"task": "outline", "flow": "OutlineFlow", "output": {"outline": ["BEES: intro", "BEES: details"]}},
+    ]
+    output = result.last["data"]["output"]
+    assert output["result"] == {"outline": ["BEES: intro", "BEES: details"]}
+    assert output["state"]["topic"] == "bees"
+    assert output["state"]["steps"] == ["pick_topic", "outline"]
