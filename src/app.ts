@@ -34,7 +34,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    trustProxy: true,
+    trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
     frameworkErrors: frameworkErrorReply,
   });
@@ -55,7 +55,11 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   app.addHook('onClose', composed.stop);
 
   await registerOpenApi(app, VERSION);
-  await app.register(metricsRoutes, { metrics: composed.metrics, serveRoute: config.metricsPort === undefined });
+  await app.register(metricsRoutes, {
+    metrics: composed.metrics,
+    serveRoute: config.metricsPort === undefined,
+    token: config.metricsToken,
+  });
   if (config.metricsPort !== undefined) {
     const metricsListener = createMetricsListener(composed.metrics, { port: config.metricsPort, host: config.host });
     app.addHook('onReady', async () => metricsListener.start());
@@ -67,7 +71,11 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(authPlugin, {
     db: database.db,
     keys: caches.apiKeys,
-    rateLimitPerMinute: config.rateLimitPerMinute,
+    limits: {
+      perKeyPerMinute: config.rateLimitPerMinute,
+      failedAuthPerMinute: config.failedAuthLimitPerMinute,
+      incomingWebhookPerMinute: config.incomingWebhookLimitPerMinute,
+    },
   });
   await app.register(
     async (v1) => {

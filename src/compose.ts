@@ -93,7 +93,12 @@ export async function composeServices({ config, database, logger, ...options }: 
   const access = createAccessService(db, caches);
   const deployments = createDeploymentService(db);
   const tables = createTableService(db);
-  const rows = createRowService(db, { backend: database.backend, indexMinRows: config.tableIndexMinRows, logger });
+  const rows = createRowService(db, {
+    backend: database.backend,
+    indexMinRows: config.tableIndexMinRows,
+    maxBulkUpdateBytes: config.maxBulkUpdateBytes,
+    logger,
+  });
 
   const deliveryWorker = createDeliveryWorker({
     database,
@@ -168,6 +173,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     lifetimeMs: config.eventStreamTimeoutSeconds * 1000,
     logger,
     observer,
+    limits: { total: config.maxEventStreams, perKey: config.maxEventStreamsPerKey },
   });
 
   return {

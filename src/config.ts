@@ -14,6 +14,7 @@ const retrySchedule = z.string().transform((value, ctx) => {
 });
 
 const positiveNumber = z.coerce.number({ message: 'must be a number' }).positive('must be positive');
+const count = (min: number) => z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(min);
 
 const configSchema = z.object({
   PORT: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(65535).default(8080),
@@ -45,7 +46,14 @@ const configSchema = z.object({
     .int('must be an integer')
     .min(0, 'must be 0 or more')
     .default(10_000),
-  RATE_LIMIT_PER_MINUTE: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).default(0),
+  RATE_LIMIT_PER_MINUTE: count(0).default(0),
+  FAILED_AUTH_LIMIT_PER_MINUTE: count(0).default(60),
+  INCOMING_WEBHOOK_LIMIT_PER_MINUTE: count(0).default(60),
+  MAX_EVENT_STREAMS: count(1).default(4000),
+  MAX_EVENT_STREAMS_PER_KEY: count(1).default(1000),
+  MAX_BULK_UPDATE_BYTES: count(1).default(16 * 1024 * 1024),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  TRUST_PROXY: booleanString.default(false),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
 });
@@ -74,6 +82,19 @@ export interface Config {
   runnerSandbox: ParsedEnv['RUNNER_SANDBOX'];
   /** Runners share the host's network (on) or get an empty network namespace (off). */
   runnerNetwork: ParsedEnv['RUNNER_NETWORK'];
+  /** Requests with a missing or unknown key one client address may make per minute; 0: no limit. */
+  failedAuthLimitPerMinute: number;
+  /** Requests to incoming-webhook token URLs one client address may make per minute; 0: no limit. */
+  incomingWebhookLimitPerMinute: number;
+  /** Event streams open at once on one instance, in all and per API key. */
+  maxEventStreams: number;
+  maxEventStreamsPerKey: number;
+  /** Largest matched rows × update value bytes one bulk row update may write. */
+  maxBulkUpdateBytes: number;
+  /** Bearer token `/metrics` asks for; unset: `/metrics` answers loopback clients only. */
+  metricsToken: string | undefined;
+  /** Take the client address from X-Forwarded-For (only behind a proxy that sets it). */
+  trustProxy: boolean;
   /** PATH handed to runner processes; unset: a default system PATH (src/execution/run-setup.ts). */
   /** Tables with fewer rows get no indexes built for their repeated filters. */
   tableIndexMinRows: number;
@@ -113,6 +134,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     runnerSandbox: parsed.RUNNER_SANDBOX,
     runnerNetwork: parsed.RUNNER_NETWORK,
     tableIndexMinRows: parsed.TABLE_INDEX_MIN_ROWS,
+    failedAuthLimitPerMinute: parsed.FAILED_AUTH_LIMIT_PER_MINUTE,
+    incomingWebhookLimitPerMinute: parsed.INCOMING_WEBHOOK_LIMIT_PER_MINUTE,
+    maxEventStreams: parsed.MAX_EVENT_STREAMS,
+    maxEventStreamsPerKey: parsed.MAX_EVENT_STREAMS_PER_KEY,
+    maxBulkUpdateBytes: parsed.MAX_BULK_UPDATE_BYTES,
+    metricsToken: parsed.METRICS_TOKEN,
+    trustProxy: parsed.TRUST_PROXY,
     runnerPath: parsed.PATH,
   };
 }

@@ -1,5 +1,6 @@
 import { bootstrapDefaultOrganization } from './access/bootstrap.js';
 import { buildApp } from './app.js';
+import { isBootstrapKeyIgnored } from './auth/bootstrap-key.js';
 import { ConfigError, loadConfig } from './config.js';
 import { DataDirInUseError, lockDataDir } from './data-dir-lock.js';
 import { connectDatabase } from './db/connect.js';
@@ -39,6 +40,12 @@ async function main(): Promise<void> {
     // Printed once, outside the log stream, so the secret never lands in log storage.
     process.stdout.write(
       `\n  crewd generated an admin API key for organization "default" (shown only now):\n\n    ${generatedKey}\n\n`,
+    );
+  }
+  if (await isBootstrapKeyIgnored(database.db, config.bootstrapApiKey)) {
+    logger.warn(
+      'BOOTSTRAP_API_KEY is set but ignored: organization "default" already has an admin key, and it is not this one. ' +
+        'Use an existing admin key (or create one with POST /v1/api-keys), and unset BOOTSTRAP_API_KEY',
     );
   }
 

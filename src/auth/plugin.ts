@@ -5,7 +5,7 @@ import type { MemoCache } from '../cache/memo-cache.js';
 import type { Database, Role } from '../db/types.js';
 import { AppError } from '../errors.js';
 import { hashSecret } from './keys.js';
-import { createRateLimiter } from './rate-limit.js';
+import { createRateLimits, type RateLimitSettings } from './rate-limit.js';
 
 export interface Principal {
   orgId: string;
@@ -41,13 +41,19 @@ export function requireAdmin(request: FastifyRequest, need: string): Principal {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
-/** Resolves `Authorization: Bearer <key>` to a principal for every route under /v1. */
+/** The route that starts runs from a token URL, without a key. */
+const INCOMING_WEBHOOK_ROUTE = '/webhooks/runs/:token';
+
+/**
+ * Resolves `Authorization: Bearer <key>` to a principal for every route under /v1, and applies
+ * the request limits (per key, and per address on failed keys and token URLs).
+ */
 const authPlugin: FastifyPluginAsync<{
   db: Kysely<Database>;
   keys: MemoCache<Principal>;
-  rateLimitPerMinute: number;
-}> = async (app, { db, keys, rateLimitPerMinute }) => {
-  const limiter = rateLimitPerMinute > 0 ? createRateLimiter(rateLimitPerMinute) : null;
+  limits: RateLimitSettings;
+}> = async (app, { db, keys, limits }) => {
+  const limiter = await createRateLimits(app, limits);
 
   async function lookUp(secret: string): Promise<Principal | null> {
     const hash = hashSecret(secret);
@@ -67,17 +73,17 @@ const authPlugin: FastifyPluginAsync<{
 
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
+    if (request.routeOptions.url === INCOMING_WEBHOOK_ROUTE) return limiter.takeForIncomingWebhook(request, reply);
     if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    await limiter.checkFailedAuth(request, reply);
     const match = BEARER.exec(request.headers.authorization ?? '');
-    if (!match?.[1]) throw unauthorized();
-    const principal = await lookUp(match[1]);
-    if (!principal) throw unauthorized();
-    request.principal = principal;
-    const waitSeconds = limiter?.take(principal.keyId) ?? 0;
-    if (waitSeconds > 0) {
-      reply.header('retry-after', String(waitSeconds));
-      throw new AppError(429, 'rate_limited', `Rate limit of ${rateLimitPerMinute} requests per minute exceeded`);
+    const principal = match?.[1] ? await lookUp(match[1]) : null;
+    if (!principal) {
+      await limiter.countFailedAuth(request);
+      throw unauthorized();
     }
+    request.principal = principal;
+    await limiter.takeForKey(request, reply);
   });
 };
 

@@ -16,6 +16,8 @@ export const commonErrors = {
   403: errorBodySchema,
   404: errorBodySchema,
   413: errorBodySchema,
+  /** Request limits (src/auth/rate-limit.ts) and event-stream caps. */
+  429: errorBodySchema,
   503: errorBodySchema,
   500: errorBodySchema,
 } as const;

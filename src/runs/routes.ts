@@ -137,9 +137,8 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
       },
     },
     async (request, reply) => {
-      const { orgId } = principalOf(request);
       const resume = resumePoint(request.headers['last-event-id'], request.query.last_event_id);
-      const stream = streams.open(orgId, request.params.id, resume);
+      const stream = streams.open(principalOf(request), request.params.id, resume);
       await stream.prepare();
       reply.sse.sendHeaders();
       const sink = createSseSink(reply);

@@ -4,6 +4,7 @@ import type { Database } from '../db/types.js';
 import type { LiveEvent, LiveSubscription, RunEnd, RunEventFeed } from '../events/types.js';
 import { runNotFound } from './errors.js';
 import * as repo from './repository.js';
+import { queueForWrite } from './socket-writer.js';
 import { isTerminal } from './types.js';
 
 /** Where a stream writes; `send` answers false when the client was dropped for being too slow. */
@@ -57,6 +58,17 @@ const CLOSED_SINK: StreamSink = {
  * Last-Event-ID). Above the largest event (1 MiB), so one big event alone never drops anyone.
  */
 export const MAX_CLIENT_BACKLOG_BYTES = 4 * 1024 * 1024;
+
+/** The `complete` message of a run's end, serialised once for every stream that sends it. */
+const completeMessages = new WeakMap<RunEnd, string>();
+function completeJson(end: RunEnd): string {
+  let json = completeMessages.get(end);
+  if (json === undefined) {
+    json = JSON.stringify({ type: 'complete', status: end.status, output: end.output, error: end.error });
+    completeMessages.set(end, json);
+  }
+  return json;
+}
 
 function endOf(row: repo.RunRecord): RunEnd {
   return {
@@ -220,7 +232,16 @@ export class RunStream {
       this.options.relayed?.();
       this.lastSent = event.seq;
     }
-    if (event.end) this.complete(event.end);
+    // A run's end reaches all its streams at once: each completes in a paced turn, not all in this one.
+    if (event.end) {
+      const end = event.end;
+      queueForWrite({
+        flush: () => {
+          this.complete(end);
+          return 0;
+        },
+      });
+    }
   }
 
   private async replayStored(): Promise<void> {
@@ -307,9 +328,7 @@ export class RunStream {
 
   private complete(end: RunEnd): void {
     if (this.mode === 'closed') return;
-    this.sink.sendUntracked(
-      JSON.stringify({ type: 'complete', status: end.status, output: end.output, error: end.error }),
-    );
+    this.sink.sendUntracked(completeJson(end));
     this.finish();
   }
 

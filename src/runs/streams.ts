@@ -1,12 +1,25 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
+import { AppError, badRequest } from '../errors.js';
 import type { RunEventFeed } from '../events/types.js';
 import type { RunObserver } from './observer.js';
 import { RunStream, type StreamTimings } from './stream.js';
 
 /** How often relayed events are reported in one batch, rather than one call per event and client. */
 const REPORT_MS = 1000;
+
+/** Event ids are stored as 32-bit integers: a resume point past the largest cannot name an event. */
+const MAX_EVENT_ID = 2_147_483_647;
+
+export interface StreamLimits {
+  /** Streams open at once on this instance (MAX_EVENT_STREAMS). */
+  total: number;
+  /** Streams one API key may hold open at once on this instance (MAX_EVENT_STREAMS_PER_KEY). */
+  perKey: number;
+}
+
+const tooManyStreams = (message: string) => new AppError(429, 'rate_limited', message);
 
 /** Opens event streams and keeps track of them, so a shutdown can end them all. */
 export function createRunStreams(options: {
@@ -17,8 +30,34 @@ export function createRunStreams(options: {
   lifetimeMs: number;
   logger: Logger;
   observer?: RunObserver;
+  limits: StreamLimits;
 }) {
   const open = new Set<RunStream>();
+  const openByKey = new Map<string, number>();
+  const { limits } = options;
+
+  /** Refuses a stream past either cap, so one key's clients cannot take every stream of the instance. */
+  function admit(keyId: string): void {
+    const held = openByKey.get(keyId) ?? 0;
+    if (held >= limits.perKey) {
+      throw tooManyStreams(
+        `This API key already holds ${held} open event streams, the most MAX_EVENT_STREAMS_PER_KEY allows; close one first`,
+      );
+    }
+    if (open.size >= limits.total) {
+      throw tooManyStreams(
+        `This instance already serves ${open.size} event streams, the most MAX_EVENT_STREAMS allows; retry later`,
+      );
+    }
+    openByKey.set(keyId, held + 1);
+  }
+
+  function release(keyId: string): void {
+    const held = (openByKey.get(keyId) ?? 1) - 1;
+    if (held > 0) openByKey.set(keyId, held);
+    else openByKey.delete(keyId);
+  }
+
   const observer = options.observer ?? {};
   let relayed = 0;
   const countRelayed = () => {
@@ -33,7 +72,12 @@ export function createRunStreams(options: {
   reporter.unref();
 
   return {
-    open(orgId: string, runId: string, resumeAfter: number | null): RunStream {
+    /** A stream for a key's client; 400 for a resume point no event can have, 429 past a cap. */
+    open(principal: { orgId: string; keyId: string }, runId: string, resumeAfter: number | null): RunStream {
+      if (resumeAfter !== null && resumeAfter > MAX_EVENT_ID) {
+        throw badRequest(`Last-Event-ID must be an event id from 0 to ${MAX_EVENT_ID}`);
+      }
+      admit(principal.keyId);
       const stream = new RunStream(
         {
           db: options.db,
@@ -44,7 +88,7 @@ export function createRunStreams(options: {
           logger: options.logger,
           relayed: countRelayed,
         },
-        orgId,
+        principal.orgId,
         runId,
         resumeAfter,
       );
@@ -52,6 +96,7 @@ export function createRunStreams(options: {
       observer.streamOpened?.();
       void stream.done.then(() => {
         open.delete(stream);
+        release(principal.keyId);
         report();
         observer.streamClosed?.();
       });

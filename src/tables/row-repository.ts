@@ -191,6 +191,13 @@ export async function updateWhere(
   return Number(result.rows[0]?.n ?? 0);
 }
 
+export async function countWhere(db: Db, tableId: string, where: RawBuilder<boolean>): Promise<number> {
+  const result = await sql<{ n: number }>`select count(*)::int8 as n from ${tableRef(tableId)} where ${where}`.execute(
+    db,
+  );
+  return Number(result.rows[0]?.n ?? 0);
+}
+
 export async function deleteRow(db: Db, tableId: string, rowId: string): Promise<boolean> {
   const result = await sql<{ id: string }>`delete from ${tableRef(tableId)} where id = ${rowId} returning id`.execute(
     db,

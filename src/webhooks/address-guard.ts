@@ -85,19 +85,38 @@ export function isForbiddenAddress(address: string): boolean {
   return true;
 }
 
+/** Said with every refusal, so an operator whose receivers live on a private network knows the way out. */
+const HOW_TO_ALLOW = 'set WEBHOOK_ALLOW_PRIVATE_URLS=true to allow them';
+
 export class ForbiddenAddressError extends Error {
   readonly code = 'ERR_WEBHOOK_ADDRESS_FORBIDDEN';
   constructor(hostname: string, address?: string) {
     const where = address && address !== hostname ? `${hostname} (${address})` : hostname;
-    super(`Refused to connect to ${where}: loopback, private, link-local and metadata addresses are not allowed`);
+    super(
+      `Refused to connect to ${where}: loopback, private, link-local and metadata addresses are not allowed (${HOW_TO_ALLOW})`,
+    );
     this.name = 'ForbiddenAddressError';
   }
 }
 
-/** For the URL check at create/update time: a literal IP host that is forbidden, else null. */
+/** `localhost`, `localhost.` and any `*.localhost` name always mean this machine (RFC 6761), whatever DNS says. */
+function isLocalhostName(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
+/** For the URL check at create/update time: a literal IP or localhost name that is forbidden, else null. */
 export function forbiddenLiteralHost(url: URL): string | null {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  return isIP(host) !== 0 && isForbiddenAddress(host) ? host : null;
+  if (isIP(host) !== 0) return isForbiddenAddress(host) ? host : null;
+  return isLocalhostName(host) ? host : null;
+}
+
+/** The 400 message for a webhook URL whose host is refused at create/update time, or null when it may be used. */
+export function forbiddenUrlMessage(url: URL): string | null {
+  const host = forbiddenLiteralHost(url);
+  if (host === null) return null;
+  return `url: ${host} is a loopback, private, link-local or metadata address; these are not allowed (${HOW_TO_ALLOW})`;
 }
 
 /** Resolves a host to an address it is safe to connect to, or throws ForbiddenAddressError. */
@@ -106,6 +125,7 @@ export async function resolveAllowedAddress(hostname: string): Promise<string> {
     if (isForbiddenAddress(hostname)) throw new ForbiddenAddressError(hostname);
     return hostname;
   }
+  if (isLocalhostName(hostname)) throw new ForbiddenAddressError(hostname);
   const addresses = await lookup(hostname, { all: true, verbatim: true });
   const allowed = addresses.find((entry) => !isForbiddenAddress(entry.address));
   if (!allowed) throw new ForbiddenAddressError(hostname, addresses[0]?.address);

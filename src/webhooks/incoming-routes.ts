@@ -121,6 +121,7 @@ export const incomingTriggerRoutes: FastifyPluginAsyncZod<{ incoming: IncomingWe
           404: errorBodySchema,
           ...conflictError,
           413: errorBodySchema,
+          429: errorBodySchema,
           500: errorBodySchema,
           503: errorBodySchema,
         },

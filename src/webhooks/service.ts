@@ -6,7 +6,7 @@ import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { FinishedRun } from '../runs/types.js';
-import { forbiddenLiteralHost } from './address-guard.js';
+import { forbiddenUrlMessage } from './address-guard.js';
 import type { WebhookEvent } from './db-types.js';
 import { buildPayload, eventForRun } from './payload.js';
 import * as repo from './repository.js';
@@ -84,10 +84,8 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
   const { caches } = options;
   function checkTarget(url: string) {
     if (options.allowPrivateUrls) return;
-    const host = forbiddenLiteralHost(new URL(url));
-    if (host !== null) {
-      throw badRequest(`url: ${host} is a loopback, private, link-local or metadata address; these are not allowed`);
-    }
+    const refusal = forbiddenUrlMessage(new URL(url));
+    if (refusal !== null) throw badRequest(refusal);
   }
 
   async function get(orgId: string, id: string) {

@@ -23,6 +23,13 @@ describe('configuration', () => {
       runnerSandbox: 'auto',
       runnerNetwork: 'on',
       tableIndexMinRows: 10_000,
+      failedAuthLimitPerMinute: 60,
+      incomingWebhookLimitPerMinute: 60,
+      maxEventStreams: 4000,
+      maxEventStreamsPerKey: 1000,
+      maxBulkUpdateBytes: 16 * 1024 * 1024,
+      metricsToken: undefined,
+      trustProxy: false,
     });
   });
 
@@ -45,6 +52,13 @@ describe('configuration', () => {
       RUNNER_SANDBOX: 'on',
       RUNNER_NETWORK: 'off',
       TABLE_INDEX_MIN_ROWS: '0',
+      FAILED_AUTH_LIMIT_PER_MINUTE: '10',
+      INCOMING_WEBHOOK_LIMIT_PER_MINUTE: '0',
+      MAX_EVENT_STREAMS: '50',
+      MAX_EVENT_STREAMS_PER_KEY: '5',
+      MAX_BULK_UPDATE_BYTES: '1048576',
+      METRICS_TOKEN: 'a-metrics-scrape-token',
+      TRUST_PROXY: 'true',
     });
     expect(config.port).toBe(9000);
     expect(config.host).toBe('127.0.0.1');
@@ -65,6 +79,13 @@ describe('configuration', () => {
     expect(config.runnerNetwork).toBe('off');
     expect(config.tableIndexMinRows).toBe(0);
     expect(() => loadConfig({ TABLE_INDEX_MIN_ROWS: '-1' })).toThrow('TABLE_INDEX_MIN_ROWS must be 0 or more');
+    expect(config.failedAuthLimitPerMinute).toBe(10);
+    expect(config.incomingWebhookLimitPerMinute).toBe(0);
+    expect(config.maxEventStreams).toBe(50);
+    expect(config.maxEventStreamsPerKey).toBe(5);
+    expect(config.maxBulkUpdateBytes).toBe(1048576);
+    expect(config.metricsToken).toBe('a-metrics-scrape-token');
+    expect(config.trustProxy).toBe(true);
   });
 
   it('derives PUBLIC_URL from PORT', () => {
@@ -87,6 +108,13 @@ describe('configuration', () => {
     ['METRICS_PORT', '0'],
     ['RUNNER_SANDBOX', 'maybe'],
     ['RUNNER_NETWORK', 'true'],
+    ['FAILED_AUTH_LIMIT_PER_MINUTE', '-1'],
+    ['INCOMING_WEBHOOK_LIMIT_PER_MINUTE', 'many'],
+    ['MAX_EVENT_STREAMS', '0'],
+    ['MAX_EVENT_STREAMS_PER_KEY', '1.5'],
+    ['MAX_BULK_UPDATE_BYTES', '0'],
+    ['METRICS_TOKEN', 'short'],
+    ['TRUST_PROXY', 'maybe'],
   ])('refuses a bad %s with one line naming it', (name, value) => {
     let error: unknown;
     try {

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRateLimiter } from '../../src/auth/rate-limit.js';
 import { createKey, createTestContext, type TestContext } from '../helpers/app.js';
 
 describe('per-key rate limit', () => {
@@ -34,14 +33,84 @@ describe('per-key rate limit', () => {
   });
 });
 
-describe('token bucket', () => {
-  it('refills over time', () => {
-    let time = 0;
-    const limiter = createRateLimiter(60, () => time);
-    for (let i = 0; i < 60; i += 1) expect(limiter.take('k')).toBe(0);
-    expect(limiter.take('k')).toBe(1);
-    time += 1000;
-    expect(limiter.take('k')).toBe(0);
-    expect(limiter.take('other')).toBe(0);
+describe('per-address limit on failed keys', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({ FAILED_AUTH_LIMIT_PER_MINUTE: '3' });
+  });
+  afterAll(() => ctx.close());
+
+  const call = (key: string | null, remoteAddress: string) =>
+    ctx.app.inject({
+      method: 'GET',
+      url: '/v1/api-keys',
+      remoteAddress,
+      headers: key === null ? {} : { authorization: `Bearer ${key}` },
+    });
+
+  it('answers 429 once an address has sent its minute of invalid or missing keys, even for a valid key', async () => {
+    const statuses: number[] = [];
+    for (const key of ['crewd_guess_1', null, 'crewd_guess_3', 'crewd_guess_4'])
+      statuses.push((await call(key, '203.0.113.5')).statusCode);
+    expect(statuses).toEqual([401, 401, 401, 429]);
+    const limited = await call(ctx.adminKey, '203.0.113.5');
+    expect(limited.statusCode).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(limited.json()).toEqual({
+      error: {
+        message: 'Too many requests with an invalid API key from this address (limit 3 per minute); try again later',
+        code: 'rate_limited',
+      },
+    });
+  });
+
+  it('counts addresses apart and never counts valid keys', async () => {
+    for (let i = 0; i < 10; i += 1) expect((await call(ctx.adminKey, '203.0.113.6')).statusCode).toBe(200);
+    expect((await call('crewd_guess', '203.0.113.6')).statusCode).toBe(401);
+    expect((await call('crewd_guess', '203.0.113.7')).statusCode).toBe(401);
+  });
+
+  it('is 60 a minute by default', async () => {
+    const plain = await createTestContext();
+    try {
+      expect(plain.config.failedAuthLimitPerMinute).toBe(60);
+      const statuses = new Set<number>();
+      for (let i = 0; i < 61; i += 1)
+        statuses.add((await plain.call('GET', '/v1/api-keys', { key: 'wrong' })).statusCode);
+      expect([...statuses]).toEqual([401, 429]);
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
+describe('per-address limit on incoming-webhook token URLs', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext({ INCOMING_WEBHOOK_LIMIT_PER_MINUTE: '2' });
+  });
+  afterAll(() => ctx.close());
+
+  const trigger = (token: string, remoteAddress: string) =>
+    ctx.app.inject({ method: 'POST', url: `/webhooks/runs/${token}`, remoteAddress, payload: { a: 1 } });
+
+  it('answers 429 once an address has used its minute, whatever the token, and counts addresses apart', async () => {
+    const statuses: number[] = [];
+    for (const token of ['guess-1', 'guess-2', 'guess-3'])
+      statuses.push((await trigger(token, '198.51.100.1')).statusCode);
+    expect(statuses).toEqual([404, 404, 429]);
+    const limited = await trigger('guess-4', '198.51.100.1');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(limited.json()).toEqual({
+      error: {
+        message: 'Rate limit of 2 requests per minute per address to incoming webhook URLs exceeded',
+        code: 'rate_limited',
+      },
+    });
+    expect((await trigger('guess-5', '198.51.100.2')).statusCode).toBe(404);
+  });
+
+  it('leaves keyed routes alone', async () => {
+    for (let i = 0; i < 5; i += 1) expect((await ctx.call('GET', '/v1/api-keys')).statusCode).toBe(200);
   });
 });

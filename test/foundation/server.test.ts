@@ -61,6 +61,8 @@ describe('the server process', () => {
     expect((await api(third, 'GET', '/readyz')).status).toBe(200);
     third.child.kill('SIGINT');
     expect(await third.exited).toBe(0);
+    // The key in BOOTSTRAP_API_KEY is the admin key: nothing to warn about.
+    expect(third.output()).not.toContain('BOOTSTRAP_API_KEY is set but ignored');
   });
 
   it('writes JSON logs with request ids and never the key', async () => {
@@ -111,6 +113,42 @@ describe('the server process without BOOTSTRAP_API_KEY', () => {
       expect(second.output()).not.toMatch(/crewd_[0-9a-z]{40}/);
       second.child.kill('SIGTERM');
       await second.exited;
+      expect(second.output()).not.toContain('BOOTSTRAP_API_KEY');
+    } finally {
+      await database?.destroy();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('warns at start when BOOTSTRAP_API_KEY is set but another admin key exists', { timeout: 60_000 }, async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-server-'));
+    const database = process.env.TEST_DATABASE_URL ? await createTestDatabase() : undefined;
+    const env: Record<string, string> = database
+      ? { DATABASE_URL: database.url as string, DATA_DIR: dataDir }
+      : { DATA_DIR: dataDir };
+    try {
+      const first = await startServer({ ...env, BOOTSTRAP_API_KEY: KEY });
+      first.child.kill('SIGTERM');
+      await first.exited;
+      expect(first.output()).not.toContain('BOOTSTRAP_API_KEY');
+
+      // Organization default has its admin key, so the new bootstrap key is never created.
+      const ignoredKey = 'an-ignored-bootstrap-key-0123';
+      const second = await startServer({ ...env, BOOTSTRAP_API_KEY: ignoredKey });
+      expect((await api(second, 'GET', '/v1/api-keys', undefined, ignoredKey)).status).toBe(401);
+      second.child.kill('SIGTERM');
+      await second.exited;
+      const warnings = second
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line))
+        .filter((entry) => entry.level === 40);
+      expect(warnings.map((entry) => entry.msg)).toEqual([
+        'BOOTSTRAP_API_KEY is set but ignored: organization "default" already has an admin key, and it is not this one. ' +
+          'Use an existing admin key (or create one with POST /v1/api-keys), and unset BOOTSTRAP_API_KEY',
+      ]);
+      expect(second.output()).not.toContain(ignoredKey);
     } finally {
       await database?.destroy();
       rmSync(dataDir, { recursive: true, force: true });

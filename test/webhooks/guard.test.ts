@@ -70,6 +70,12 @@ describe('address guard', () => {
 
   it('refuses a host name that resolves to an internal address', async () => {
     await expect(resolveAllowedAddress('localhost')).rejects.toThrow(/Refused to connect to localhost/);
+    await expect(resolveAllowedAddress('127.0.0.1')).rejects.toThrow(/WEBHOOK_ALLOW_PRIVATE_URLS=true/);
+  });
+
+  it('refuses localhost names without asking DNS', async () => {
+    await expect(resolveAllowedAddress('api.localhost')).rejects.toThrow(/Refused to connect to api\.localhost/);
+    await expect(resolveAllowedAddress('localhost.')).rejects.toThrow(/Refused to connect to localhost\./);
   });
 });
 
@@ -97,13 +103,19 @@ describe('outgoing webhooks without WEBHOOK_ALLOW_PRIVATE_URLS', () => {
     'http://[::ffff:127.0.0.1]/hook',
     'http://2130706433/hook',
     'http://0.0.0.0/',
-  ])('refuses %s at create and update time', async (url) => {
+    'http://localhost:8080/hook',
+    'http://LOCALHOST/hook',
+    'http://localhost./hook',
+    'http://api.localhost/hook',
+    'http://a.b.localhost./hook',
+  ])('refuses %s at create and update time, naming the setting that allows it', async (url) => {
     const created = await ctx.call('POST', '/v1/webhooks', {
       body: { deployment_id: deploymentId, name: 'bad', url, events: ['run.succeeded'] },
     });
     expect(created.statusCode).toBe(400);
     expect(created.json().error.code).toBe('bad_request');
     expect(created.json().error.message).toMatch(/^url: .*not allowed/);
+    expect(created.json().error.message).toContain('WEBHOOK_ALLOW_PRIVATE_URLS=true');
 
     const hook = await createWebhook(ctx, { deployment_id: deploymentId, url: 'https://hooks.example.com/in' });
     const patched = await ctx.call('PATCH', `/v1/webhooks/${hook.id}`, { body: { url } });
@@ -111,11 +123,22 @@ describe('outgoing webhooks without WEBHOOK_ALLOW_PRIVATE_URLS', () => {
     await ctx.call('DELETE', `/v1/webhooks/${hook.id}`);
   });
 
+  it.each(['http://localhost.example.com/hook', 'https://hooks.example.com/in', 'http://notlocalhost/hook'])(
+    'accepts %s at create time',
+    async (url) => {
+      const hook = await createWebhook(ctx, { deployment_id: deploymentId, url });
+      await ctx.call('DELETE', `/v1/webhooks/${hook.id}`);
+    },
+  );
+
   it('refuses a name that resolves to loopback at connect time, and sends nothing', async () => {
-    const hook = await createWebhook(ctx, {
-      deployment_id: deploymentId,
-      url: `http://localhost:${receiver.port}/hook`,
-    });
+    // Made before localhost names were refused at creation: the delivery must still refuse it.
+    const hook = await createWebhook(ctx, { deployment_id: deploymentId, url: 'https://hooks.example.com/in' });
+    await ctx.database.handle.db
+      .updateTable('webhooks')
+      .set({ url: `http://localhost:${receiver.port}/hook` })
+      .where('id', '=', hook.id)
+      .execute();
     receiver.secret = hook.secret;
     const [deliveryId] = await enqueueRunEnd(ctx, finishedRun(deploymentId));
     const row = await until(async () => {
@@ -124,6 +147,7 @@ describe('outgoing webhooks without WEBHOOK_ALLOW_PRIVATE_URLS', () => {
     });
     expect(row.response_status).toBeNull();
     expect(row.error_message).toMatch(/^Refused to connect to localhost/);
+    expect(row.error_message).toContain('WEBHOOK_ALLOW_PRIVATE_URLS=true');
     expect(receiver.received).toHaveLength(0);
     await ctx.call('DELETE', `/v1/webhooks/${hook.id}`);
   });
