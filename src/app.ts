@@ -5,12 +5,15 @@ import type { Logger } from 'pino';
 import { accessRoutes } from './access/routes.js';
 import { createAccessService } from './access/service.js';
 import authPlugin from './auth/plugin.js';
+import { buildRoutes } from './builds/routes.js';
+import { createBuildService } from './builds/service.js';
 import { createInstanceCaches } from './cache/instance-caches.js';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/connect.js';
 import { createPgListener } from './db/pg-listener.js';
 import { deploymentRoutes } from './deployments/routes.js';
 import { createDeploymentService } from './deployments/service.js';
+import { createVariableService } from './deployments/variables.js';
 import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from './http/error-handler.js';
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
@@ -77,6 +80,15 @@ export async function buildApp({
   const caches = createInstanceCaches({ db, backend: database.backend, listener });
   const access = createAccessService(db, caches);
   const deployments = createDeploymentService(db);
+  const variables = createVariableService(db, config.secretsKey);
+  const builds = createBuildService({
+    db,
+    logger,
+    config,
+    variables,
+    bus: () => runtime.bus,
+    instanceId: () => runtime.supervisor.instanceId,
+  });
   const runtime = createRunRuntime({
     db,
     config,
@@ -85,6 +97,7 @@ export async function buildApp({
     timings,
     caches,
     listener,
+    prepareVersion: builds.prepareVersion,
     observer: {
       runStarted: () => metrics.runsStarted.inc(),
       runFinished: (status) => metrics.runsFinished.inc({ status }),
@@ -95,11 +108,14 @@ export async function buildApp({
   });
   const { runs, threads } = runtime;
   app.addHook('onReady', async () => {
+    await variables.checkKey();
     await listener?.start();
     await runtime.start();
+    await builds.start();
   });
   app.addHook('preClose', async () => runtime.closeStreams());
   app.addHook('onClose', async () => {
+    await builds.stop();
     await runtime.stop();
     await listener?.stop();
   });
@@ -136,7 +152,13 @@ export async function buildApp({
   await app.register(
     async (v1) => {
       await v1.register(accessRoutes, { access });
-      await v1.register(deploymentRoutes, { deployments });
+      await v1.register(deploymentRoutes, {
+        deployments,
+        builds,
+        variables,
+        maxBundleBytes: config.maxBundleBytes,
+      });
+      await v1.register(buildRoutes, { builds, deployments, streams: runtime.streams });
       await v1.register(runRoutes, { runs, streams: runtime.streams });
       await v1.register(threadRoutes, { threads });
       await v1.register(tableRoutes, { tables, rows });

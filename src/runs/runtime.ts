@@ -8,7 +8,7 @@ import type { DeploymentService } from '../deployments/service.js';
 import { createLocalEventBus } from '../events/bus.js';
 import { composeFeeds } from '../events/composite-feed.js';
 import { createPgEventFeed } from '../events/pg-feed.js';
-import { createSupervisor } from '../supervisor/supervisor.js';
+import { createSupervisor, type VersionPreparer } from '../supervisor/supervisor.js';
 import { createWakeUps } from '../supervisor/wake-ups.js';
 import { createThreadService } from '../threads/service.js';
 import { createRunLifecycle } from './lifecycle.js';
@@ -43,6 +43,8 @@ export function createRunRuntime(options: {
   caches: InstanceCaches;
   /** On PostgreSQL: the notification connection that carries other instances' run events. */
   listener: PgListener | null;
+  /** builds (CONTRACTS §8): what a run of a version starts with; lead: port with the supervisor. */
+  prepareVersion?: VersionPreparer;
 }) {
   const { db, config, logger, deployments } = options;
   const observer = options.observer ?? {};
@@ -72,6 +74,7 @@ export function createRunRuntime(options: {
     timings: { killGraceMs: timings.killGraceMs, leaseTickMs: timings.leaseTickMs },
     observer,
     wakeUps: createWakeUps(db, options.listener, logger),
+    prepareVersion: options.prepareVersion,
   });
   const runs = createRunService({ db, deployments, supervisor, lifecycle, bus, cache: options.caches.runs });
   const threads = createThreadService({ db, runs, supervisor, caches: options.caches });

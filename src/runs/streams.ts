@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import type { RunEventFeed } from '../events/types.js';
 import type { RunObserver } from './observer.js';
-import { RunStream, type StreamTimings } from './stream.js';
+import { RunStream, runStreamSource, type StreamSource, type StreamTimings } from './stream.js';
 
 /** How often relayed events are reported in one batch, rather than one call per event and client. */
 const REPORT_MS = 1000;
@@ -33,11 +33,17 @@ export function createRunStreams(options: {
   reporter.unref();
 
   return {
-    open(orgId: string, runId: string, resumeAfter: number | null): RunStream {
+    /** A stream of a run, or with `subject`, of something else kept in the same event log (a build). */
+    open(
+      orgId: string,
+      runId: string,
+      resumeAfter: number | null,
+      subject: { source: StreamSource; feed: RunEventFeed } = { source: runStreamSource, feed: options.feed },
+    ): RunStream {
       const stream = new RunStream(
         {
           db: options.db,
-          feed: options.feed,
+          feed: subject.feed,
           instanceId: options.instanceId(),
           timings: options.timings,
           lifetimeMs: options.lifetimeMs,
@@ -47,6 +53,7 @@ export function createRunStreams(options: {
         orgId,
         runId,
         resumeAfter,
+        subject.source,
       );
       open.add(stream);
       observer.streamOpened?.();

@@ -49,7 +49,19 @@ export interface SupervisorOptions {
   observer?: RunObserver;
   /** On PostgreSQL: other instances' news of queued and canceled runs, heard before the next tick. */
   wakeUps?: WakeUps;
+  /** builds (CONTRACTS §8): see VersionPreparer. */
+  prepareVersion?: VersionPreparer | undefined;
 }
+
+/**
+ * builds (CONTRACTS §8), lead: port to execution/. What a run of a version starts with: the built
+ * files of a bundle version as cwd (built here first, logging to the run), the deployment's variables
+ * under the version's env, PATH for its environment.
+ */
+export type VersionPreparer = (
+  versionId: string,
+  log: (message: string, stream: 'stdout' | 'stderr') => void,
+) => Promise<{ cwd: string | null; env: Record<string, string>; readOnly: string[] }>;
 
 /** What a runner is started with. */
 export interface LaunchSpec {
@@ -249,8 +261,18 @@ export function createSupervisor(options: SupervisorOptions) {
     }
   }
 
+  /** builds (CONTRACTS §8), lead: port to execution/. The spec with the version's launch plan applied. */
+  async function withVersionLaunch(spec: LaunchSpec, log: RunEventLog): Promise<LaunchSpec> {
+    if (!options.prepareVersion) return spec;
+    const plan = await options.prepareVersion(spec.run.version_id, (message, stream) =>
+      log.append('log', { message, stream }),
+    );
+    return { ...spec, version: { ...spec.version, cwd: plan.cwd ?? spec.version.cwd, env: plan.env } };
+  }
+
   /** Starts the process of a run this instance holds a slot for; resolves once it runs (or failed to). */
-  async function launch(spec: LaunchSpec): Promise<RunStatus> {
+  async function launch(given: LaunchSpec): Promise<RunStatus> {
+    let spec = given;
     const run: ActiveRun = {
       id: spec.run.id,
       orgId: spec.run.org_id,
@@ -269,7 +291,13 @@ export function createSupervisor(options: SupervisorOptions) {
 
     let exit: Promise<ProcessExit>;
     let scratch: string | null = null;
-    const prepared = await prepareCwd(spec).catch((error: Error) => ({ error: error.message }));
+    // builds (CONTRACTS §8), lead: port with launch: the one call into src/builds.
+    const prepared = await withVersionLaunch(spec, run.log)
+      .then((launchable) => {
+        spec = launchable;
+        return prepareCwd(launchable);
+      })
+      .catch((error: Error) => ({ error: error.message }));
     if (!('error' in prepared) && prepared.scratch) scratch = prepared.cwd;
     if (run.ending) {
       // Canceled or stopped while its folder was being made: nothing to start.
