@@ -65,7 +65,12 @@ export function upload(ctx: Caller, deploymentId: string, bundle: Buffer, query 
 }
 
 /** Polls a version until its build ended. */
-export async function waitForBuild(ctx: Pick<RunContext, 'call'>, deploymentId: string, versionId: string, timeoutMs = 120_000) {
+export async function waitForBuild(
+  ctx: Pick<RunContext, 'call'>,
+  deploymentId: string,
+  versionId: string,
+  timeoutMs = 120_000,
+) {
   return until(async () => {
     const version = (await ctx.call('GET', `/v1/deployments/${deploymentId}/versions/${versionId}`)).json();
     return version.status !== 'building' ? version : null;

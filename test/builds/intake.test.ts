@@ -68,8 +68,13 @@ describe('unsafe bundles are refused and leave nothing', () => {
     const raw = gunzipSync(huge);
     const { Header } = await import('tar');
     const block = Buffer.alloc(512);
-    new Header({ path: 'big.bin', type: 'File', size: 600 * 1024 * 1024, mode: 0o644, mtime: new Date(0) }).encode(block);
-    await expectRefused(gzipSync(Buffer.concat([raw.subarray(0, raw.length - 1024), block, Buffer.alloc(1024)])), /512 MiB/);
+    new Header({ path: 'big.bin', type: 'File', size: 600 * 1024 * 1024, mode: 0o644, mtime: new Date(0) }).encode(
+      block,
+    );
+    await expectRefused(
+      gzipSync(Buffer.concat([raw.subarray(0, raw.length - 1024), block, Buffer.alloc(1024)])),
+      /512 MiB/,
+    );
   });
   it('something that is not a gzipped tar', () => expectRefused(Buffer.from('hello, not a tar'), /not a gzipped tar/));
   it('a project without a project file', () =>
@@ -139,13 +144,22 @@ describe('project detection', () => {
 
   it('package.json: node <main>, or its scripts.crewd', async () => {
     const plain = await detect({ 'package.json': JSON.stringify({ name: 'c', main: 'src/crew.js' }) });
-    expect(plain).toMatchObject({ runtime: 'node', command: ['node', 'src/crew.js'], entrypoint: { main: 'src/crew.js' } });
+    expect(plain).toMatchObject({
+      runtime: 'node',
+      command: ['node', 'src/crew.js'],
+      entrypoint: { main: 'src/crew.js' },
+    });
     const scripted = await detect({ 'package.json': JSON.stringify({ scripts: { crewd: 'node run.js --fast' } }) });
     expect(scripted.command).toEqual(['/bin/sh', '-c', 'node run.js --fast']);
   });
 
   it('crewd.json comes first, and the query sets the timeout', async () => {
-    const response = await upload(ctx, deploymentId, project({ ...safeFiles, 'package.json': '{}' }), '?timeout_seconds=30');
+    const response = await upload(
+      ctx,
+      deploymentId,
+      project({ ...safeFiles, 'package.json': '{}' }),
+      '?timeout_seconds=30',
+    );
     expect(response.statusCode).toBe(201);
     expect(response.json()).toMatchObject({ entrypoint: { command: ['node', 'crew.mjs'] }, timeout_seconds: 30 });
   });
@@ -153,7 +167,9 @@ describe('project detection', () => {
 
 describe('versions', () => {
   it('command versions are ready at once, with the new fields', async () => {
-    const response = await ctx.call('POST', `/v1/deployments/${deploymentId}/versions`, { body: { command: ['true'] } });
+    const response = await ctx.call('POST', `/v1/deployments/${deploymentId}/versions`, {
+      body: { command: ['true'] },
+    });
     expect(response.statusCode).toBe(201);
     expect(response.json()).toMatchObject({
       source: 'command',
