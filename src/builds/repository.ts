@@ -52,20 +52,27 @@ export function claimBuild(db: Db, versionId: string, instanceId: string, previo
   return query.returning(['id']).executeTakeFirst();
 }
 
-/** Ends a build; undefined when the version was deleted (or ended) meanwhile. */
-export function finishBuild(
-  db: Db,
+/** Ends a build; undefined when the version was deleted (or ended) meanwhile. Answers the promotion it waited for. */
+export async function finishBuild(
+  db: Transaction<Database>,
   versionId: string,
   status: Exclude<VersionStatus, 'building'>,
   error: string | null,
 ) {
-  return db
+  const row = await db
+    .selectFrom('deployment_versions')
+    .select(['deployment_id', 'promote_to'])
+    .where('id', '=', versionId)
+    .where('status', '=', 'building')
+    .forUpdate()
+    .executeTakeFirst();
+  if (!row) return undefined;
+  await db
     .updateTable('deployment_versions')
     .set({ status, build_error: error, promote_to: null })
     .where('id', '=', versionId)
-    .where('status', '=', 'building')
-    .returning(['deployment_id', 'promote_to'])
-    .executeTakeFirst();
+    .execute();
+  return row;
 }
 
 /** Builds left unfinished by an instance that is gone (or by this installation's previous life). */
