@@ -87,6 +87,16 @@ function rootPythonInstall(listing: BundleListing): PythonInstall {
   };
 }
 
+/** A command without `runtime`: the runtime its program or its dependency files name, else none. */
+function inferRuntime(listing: BundleListing, program: string): Runtime | null {
+  const name = program.split('/').at(-1) ?? '';
+  if (/^python(3(\.\d+)?)?$/.test(name)) return 'python';
+  if (name === 'node') return 'node';
+  if (listing.paths.has('requirements.txt') || listing.paths.has('pyproject.toml')) return 'python';
+  if (listing.paths.has('package.json')) return 'node';
+  return null;
+}
+
 function fromCrewdJson(listing: BundleListing): Project {
   const spec = parseJson(listing, 'crewd.json', crewdJson);
   const base = { env: spec.env ?? {}, timeoutSeconds: spec.timeout_seconds ?? null, importPaths: [] };
@@ -104,13 +114,7 @@ function fromCrewdJson(listing: BundleListing): Project {
     };
   }
   const command = spec.command ?? [];
-  const runtime =
-    spec.runtime ??
-    (listing.paths.has('requirements.txt') || listing.paths.has('pyproject.toml')
-      ? 'python'
-      : listing.paths.has('package.json')
-        ? 'node'
-        : null);
+  const runtime = spec.runtime ?? inferRuntime(listing, command[0] ?? '');
   return {
     ...base,
     runtime,

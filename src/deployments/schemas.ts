@@ -73,11 +73,17 @@ export const bundleBody = z
 
 export const versionParams = z.object({ id: z.string(), version_id: z.string() });
 
-const variableName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'names must match ^[A-Z_][A-Z0-9_]*$');
+const VARIABLE_NAME = /^[A-Z_][A-Z0-9_]*$/;
 export const putVariablesBody = z.strictObject({
   variables: z
-    .record(variableName, z.string().nullable())
-    .refine((value) => Object.keys(value).length <= 100, 'at most 100 variables at once')
+    .record(z.string(), z.string().nullable())
+    .superRefine((value, ctx) => {
+      const names = Object.keys(value);
+      if (names.length > 100) ctx.addIssue({ code: 'custom', message: 'at most 100 variables at once' });
+      for (const name of names.filter((name) => !VARIABLE_NAME.test(name))) {
+        ctx.addIssue({ code: 'custom', path: [name], message: 'names must match ^[A-Z_][A-Z0-9_]*$' });
+      }
+    })
     .describe('NAME → value, or null to remove it'),
 });
 export const variableNamesSchema = z
