@@ -18,6 +18,8 @@ export interface ToolContext {
   env: Record<string, string>;
   log: BuildLogger;
   deadline: number;
+  /** Aborted when the service stops: the step's processes are ended. */
+  signal?: AbortSignal;
 }
 
 /** A built environment: where runs find their interpreter and packages. */
@@ -134,7 +136,13 @@ async function sitePackages(venv: string): Promise<string> {
  */
 async function buildPython(project: Project, projectDir: string, venv: string, tools: ToolContext): Promise<void> {
   const step = (name: string, command: string[]) =>
-    runStep(name, { command, cwd: projectDir, env: tools.env } satisfies StepPlan, tools.log, tools.deadline);
+    runStep(
+      name,
+      { command, cwd: projectDir, env: tools.env } satisfies StepPlan,
+      tools.log,
+      tools.deadline,
+      tools.signal,
+    );
   const installs = installArguments(project, projectDir);
   const uv = await which('uv', tools.env);
   if (uv) {
@@ -186,7 +194,8 @@ async function buildNode(projectDir: string, target: string, tools: ToolContext)
   const locked = existsSync(path.join(projectDir, 'package-lock.json'));
   if (locked) await copyFile(path.join(projectDir, 'package-lock.json'), path.join(target, 'package-lock.json'));
   const command = ['npm', locked ? 'ci' : 'install', '--omit=dev', '--no-audit', '--no-fund'];
-  await runStep('installing the dependencies', { command, cwd: target, env: tools.env }, tools.log, tools.deadline);
+  const plan = { command, cwd: target, env: tools.env };
+  await runStep('installing the dependencies', plan, tools.log, tools.deadline, tools.signal);
 }
 
 const building = new Map<string, Promise<void>>();

@@ -31,7 +31,14 @@ const KILL_GRACE_MS = 2000;
  * BuildFailure when it exits non-zero or runs past `deadline` (a Date.now() value). Every build
  * process is started here, so that the sandbox can be put around them in one place.
  */
-export async function runStep(step: string, plan: StepPlan, log: BuildLogger, deadline: number): Promise<void> {
+export async function runStep(
+  step: string,
+  plan: StepPlan,
+  log: BuildLogger,
+  deadline: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (signal?.aborted) throw new BuildFailure(step, `${step} was stopped: the service is shutting down`);
   const [program, ...args] = plan.command;
   if (!program) throw new BuildFailure(step, `${step}: nothing to run`);
   log(`$ ${plan.command.join(' ')}`, 'stdout');
@@ -57,18 +64,25 @@ export async function runStep(step: string, plan: StepPlan, log: BuildLogger, de
     },
     Math.max(0, deadline - Date.now()),
   );
+  const stop = () => {
+    if (child.pid) void terminateGroup(child.pid, KILL_GRACE_MS);
+  };
+  signal?.addEventListener('abort', stop);
   const outcome = await new Promise<{ code: number | null; error?: Error }>((resolve) => {
     child.once('error', (error) => resolve({ code: null, error }));
     child.once('close', (code) => resolve({ code }));
   });
   clearTimeout(timer);
+  signal?.removeEventListener('abort', stop);
   if (child.pid) void terminateGroup(child.pid, 0);
-  if (outcome.code === 0 && !timedOut) return;
-  const why = timedOut
-    ? 'timed out'
-    : outcome.error
-      ? `could not start (${outcome.error.message})`
-      : `exited with code ${outcome.code}`;
+  if (outcome.code === 0 && !timedOut && !signal?.aborted) return;
+  const why = signal?.aborted
+    ? 'was stopped: the service is shutting down'
+    : timedOut
+      ? 'timed out'
+      : outcome.error
+        ? `could not start (${outcome.error.message})`
+        : `exited with code ${outcome.code}`;
   const lines = tail.length > 0 ? `\n${tail.join('\n')}` : '';
   throw new BuildFailure(step, `${step} ${why}${lines}`);
 }

@@ -61,6 +61,7 @@ export function createBuildService(options: BuildServiceOptions) {
   const localBuilds = new Map<string, Promise<BuiltVersion>>();
   const running = new Set<Promise<void>>();
   let stopping = false;
+  const stopped = new AbortController();
   const runnerPath = config.runnerPath ?? DEFAULT_RUNNER_PATH;
   const toolEnv = { ...config.buildEnv, PATH: `${path.dirname(process.execPath)}:${runnerPath}` };
 
@@ -68,6 +69,7 @@ export function createBuildService(options: BuildServiceOptions) {
     env: toolEnv,
     log,
     deadline: Date.now() + config.buildTimeoutSeconds * 1000,
+    signal: stopped.signal,
   });
 
   function pump(): void {
@@ -116,6 +118,11 @@ export function createBuildService(options: BuildServiceOptions) {
     }
     const { unstored, nextSeq } = await log.close();
     if (unstored.length > 0) await insertEvents(db, unstored);
+    if (stopping) {
+      // Stopped with the service: still `building`, taken up again at the next start.
+      active.delete(versionId);
+      return;
+    }
     const finished = await db.transaction().execute(async (trx) => {
       const row = await repo.finishBuild(trx, versionId, end.status, end.error);
       if (row?.promote_to && end.status === 'ready') {
@@ -226,10 +233,11 @@ export function createBuildService(options: BuildServiceOptions) {
       for (const orphan of await repo.findOrphanedBuilds(db)) enqueue(orphan.id, orphan.build_instance_id);
     },
 
-    /** Stops taking builds and waits for those going on. */
+    /** Stops taking builds and ends those going on; they are taken up again at the next start. */
     async stop(): Promise<void> {
       stopping = true;
       queue.length = 0;
+      stopped.abort();
       await Promise.all([...running]);
     },
   };
