@@ -18,7 +18,7 @@ import { type Proc, startProcess } from './lib/node-process.js';
  * cache). (c) A run of a version on the instance that has not built it yet: POST → complete.
  */
 
-const run = promisify(execFile);
+const execute = promisify(execFile);
 const KEY = 'bench-builds-admin-key-0123456789';
 const ROUNDS = Number(process.env.BUILDS_ROUNDS ?? 3);
 // biome-ignore lint/suspicious/noExplicitAny: replies of a few known shapes, read field by field
@@ -90,14 +90,14 @@ async function uploadUntilReady(server: Proc, deploymentId: string, bundle: Buff
 async function bareVenvAndPip(dir: string): Promise<number> {
   const venv = path.join(dir, 'baseline-venv');
   const started = performance.now();
-  await run('python3', ['-m', 'venv', venv]);
-  await run(path.join(venv, 'bin', 'pip'), ['install', '-r', path.join(dir, 'requirements.txt')]);
+  await execute('python3', ['-m', 'venv', venv]);
+  await execute(path.join(venv, 'bin', 'pip'), ['install', '-r', path.join(dir, 'requirements.txt')]);
   const ms = performance.now() - started;
   rmSync(venv, { recursive: true, force: true });
   return ms;
 }
 
-export async function runBench(): Promise<void> {
+export async function run(): Promise<void> {
   const database = await createScratchDatabase();
   const dirs = [mkdtempSync(path.join(tmpdir(), 'crewd-bench-a-')), mkdtempSync(path.join(tmpdir(), 'crewd-bench-b-'))];
   const projects: string[] = [];
@@ -159,5 +159,3 @@ export async function runBench(): Promise<void> {
     for (const dir of [...dirs, ...projects]) rmSync(dir, { recursive: true, force: true });
   }
 }
-
-export { runBench as run };
