@@ -12,11 +12,14 @@ export function versionPaths(dataDir: string, versionId: string) {
   return { home, project: path.join(home, 'project'), built: path.join(home, 'built.json') };
 }
 
-export const environmentsDir = (dataDir: string) => path.resolve(dataDir, 'environments');
+/** Environments are shared by the versions of one organization only: a crew can never touch another's. */
+export const environmentsDir = (dataDir: string, orgId: string) => path.resolve(dataDir, 'environments', orgId);
 
 /** A version built on this instance: what a run of it needs. */
 export interface BuiltVersion {
   projectDir: string;
+  /** The cached environment it uses, or null. */
+  environmentDir: string | null;
   /** Folder put first on PATH, or null. */
   binDir: string | null;
   /** Absolute folders for PYTHONPATH. */
@@ -40,7 +43,7 @@ export async function readBuilt(dataDir: string, versionId: string): Promise<Bui
 export async function buildVersionFiles(
   dataDir: string,
   versionId: string,
-  bundle: { data: Buffer; sha256: string },
+  bundle: { data: Buffer; sha256: string; orgId: string },
   tools: ToolContext,
 ): Promise<BuiltVersion> {
   const paths = versionPaths(dataDir, versionId);
@@ -54,11 +57,18 @@ export async function buildVersionFiles(
       throw new BuildFailure('unpacking the bundle', `unpacking the bundle failed: ${(error as Error).message}`);
     }
     tools.log(`unpacked into ${paths.project}`, 'stdout');
-    const environment = await ensureEnvironment(project, paths.project, bundle.sha256, environmentsDir(dataDir), tools);
+    const environment = await ensureEnvironment(
+      project,
+      paths.project,
+      bundle.sha256,
+      environmentsDir(dataDir, bundle.orgId),
+      tools,
+    );
     const ownModules = path.join(paths.project, 'node_modules');
     if (environment.nodeModules && !existsSync(ownModules)) await symlink(environment.nodeModules, ownModules, 'dir');
     const built: BuiltVersion = {
       projectDir: paths.project,
+      environmentDir: environment.home,
       binDir: environment.binDir,
       importPaths: project.importPaths.map((folder) => path.resolve(paths.project, folder)),
     };

@@ -24,6 +24,8 @@ export interface ToolContext {
 
 /** A built environment: where runs find their interpreter and packages. */
 export interface BuiltEnvironment {
+  /** The environment's folder, or null when the project needs none. */
+  home: string | null;
   /** Folder put first on PATH (a venv's bin), or null. */
   binDir: string | null;
   /** node_modules to link into the project, or null. */
@@ -214,11 +216,11 @@ export async function ensureEnvironment(
   tools: ToolContext,
 ): Promise<BuiltEnvironment> {
   const key = await environmentKey(project, projectDir, bundleSha256, tools.env);
-  if (!key) return { binDir: null, nodeModules: null };
+  if (!key) return { home: null, binDir: null, nodeModules: null };
   const home = path.join(envsDir, key);
   const result: BuiltEnvironment = project.python
-    ? { binDir: path.join(home, 'venv', 'bin'), nodeModules: null }
-    : { binDir: path.join(home, 'node_modules', '.bin'), nodeModules: path.join(home, 'node_modules') };
+    ? { home, binDir: path.join(home, 'venv', 'bin'), nodeModules: null }
+    : { home, binDir: path.join(home, 'node_modules', '.bin'), nodeModules: path.join(home, 'node_modules') };
   if (existsSync(path.join(home, COMPLETE))) {
     tools.log(`environment ${key.slice(0, 12)} from the cache`, 'stdout');
     return result;

@@ -107,7 +107,7 @@ export function createBuildService(options: BuildServiceOptions) {
       await buildVersionFiles(
         config.dataDir,
         versionId,
-        { data: bundle.data, sha256: version.bundle_sha256 },
+        { data: bundle.data, sha256: version.bundle_sha256, orgId: version.org_id },
         tools((message, stream) => log.appendFromRunner('build.log', { message, stream })),
       );
       end = { status: 'ready', error: null };
@@ -153,7 +153,7 @@ export function createBuildService(options: BuildServiceOptions) {
         return buildVersionFiles(
           config.dataDir,
           version.id,
-          { data: bundle.data, sha256: version.bundle_sha256 },
+          { data: bundle.data, sha256: version.bundle_sha256, orgId: version.org_id },
           tools(log),
         );
       })().finally(() => localBuilds.delete(version.id));
@@ -225,7 +225,8 @@ export function createBuildService(options: BuildServiceOptions) {
       const bins = [built.binDir, path.dirname(process.execPath)].filter((dir): dir is string => dir !== null);
       const env: Record<string, string> = { ...values, ...version.env, PATH: [...bins, runnerPath].join(':') };
       if (built.importPaths.length > 0) env.PYTHONPATH = built.importPaths.join(':');
-      return { cwd: built.projectDir, env, readOnly: [path.dirname(built.projectDir)] };
+      const readOnly = [path.dirname(built.projectDir), ...(built.environmentDir ? [built.environmentDir] : [])];
+      return { cwd: built.projectDir, env, readOnly };
     },
 
     /** Takes up builds an instance left unfinished (this installation's previous life included). */
