@@ -110,7 +110,8 @@ export function createApi(baseUrl: string, key: string): Api {
         }
         const ended = await readFrames(response, (event) => {
           if (event.id !== null) lastId = event.id;
-          if (event.data?.type !== 'complete') onEvent(event);
+          // `timeout` and `error` are about the stream, not its subject: the stream is resumed instead.
+          if (!['complete', 'timeout', 'error'].includes(event.data?.type)) onEvent(event);
         }).catch(() => null);
         if (ended) return ended;
         // The stream closed early (timeout, a fault, a restart): resume after the last event.

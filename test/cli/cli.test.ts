@@ -179,3 +179,30 @@ describe('the crewd command against a running service', () => {
     expect(build.stdout.trim()).toMatch(/^ver_/);
   });
 });
+
+describe('runs tail across closed streams', () => {
+  let short: RunContext;
+  beforeAll(async () => {
+    short = await createRunContext({ DATA_DIR: tempDataDir(), EVENT_STREAM_TIMEOUT_SECONDS: '0.7' });
+  });
+  afterAll(async () => short?.close());
+
+  it('resumes with Last-Event-ID: every event once, in order', async () => {
+    const created = await short.call('POST', '/v1/deployments', { body: { name: 'ticker' } });
+    await short.call('POST', `/v1/deployments/${created.json().id}/versions`, {
+      body: { command: crew('slow.mjs'), environment: 'production' },
+    });
+    const env = { CREWD_URL: short.baseUrl, CREWD_API_KEY: ADMIN_KEY };
+    const started = await crewd(['run', 'ticker', '--input', '{"ticks": 20, "interval_ms": 150}'], env);
+    const runId = JSON.parse(started.stdout).run_id;
+    const tailed = await crewd(['runs', 'tail', runId, '--json'], env);
+    expect(tailed.code, tailed.stderr).toBe(0);
+    const events = tailed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    const ticks = events.filter((event) => /^tick /.test(event.data?.message ?? '')).map((event) => event.data.message);
+    expect(ticks).toEqual(Array.from({ length: 20 }, (_, i) => `tick ${i + 1}`));
+    expect(events.filter((event) => event.type === 'complete')).toHaveLength(1);
+  });
+});
