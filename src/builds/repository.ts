@@ -1,5 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/types.js';
+import type { StoredVariable } from '../deployments/variables.js';
 import type { VersionStatus } from './db-types.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -31,6 +32,30 @@ export function findVersionForBuild(db: Db, versionId: string) {
       'v.build_instance_id',
       'v.bundle_sha256',
       'v.env',
+    ])
+    .where('v.id', '=', versionId)
+    .executeTakeFirst();
+}
+
+/** A version with what a run of it starts with: its deployment's stored variables too, in one statement. */
+export function findVersionForLaunch(db: Db, versionId: string) {
+  return db
+    .selectFrom('deployment_versions as v')
+    .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
+    .select([
+      'v.id',
+      'v.deployment_id',
+      'd.org_id',
+      'v.source',
+      'v.status',
+      'v.build_error',
+      'v.build_instance_id',
+      'v.bundle_sha256',
+      'v.env',
+      sql<
+        StoredVariable[] | null
+      >`(select json_agg(json_build_object('name', dv.name, 'value', dv.value, 'encrypted', dv.encrypted))
+        from deployment_variables dv where dv.deployment_id = v.deployment_id)`.as('variables'),
     ])
     .where('v.id', '=', versionId)
     .executeTakeFirst();

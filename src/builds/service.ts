@@ -214,9 +214,9 @@ export function createBuildService(options: BuildServiceOptions) {
      * built here first, with the build's output as `log` events of the run, when missing.
      */
     async prepareVersion(versionId: string, log: BuildLogger): Promise<VersionLaunch> {
-      const version = await repo.findVersionForBuild(db, versionId);
+      const version = await repo.findVersionForLaunch(db, versionId);
       if (!version) throw new Error('the version no longer exists');
-      const values = await variables.valuesFor(version.deployment_id);
+      const values = variables.open(version.deployment_id, version.variables ?? []);
       if (version.source === 'command') return { cwd: null, env: { ...values, ...version.env }, readOnly: [] };
       if (version.status !== 'ready') throw new Error(`version ${versionId} is not ready: ${version.status}`);
       const built = await builtHere(version, log).catch((error: Error) => {

@@ -7,6 +7,12 @@ import { createSecretBox } from './secret-box.js';
 /** Stops the start: encrypted variables cannot be read with the SECRETS_KEY given (or without one). */
 export class SecretsKeyError extends Error {}
 
+export interface StoredVariable {
+  name: string;
+  value: string;
+  encrypted: boolean;
+}
+
 const contextOf = (deploymentId: string, name: string) => `${deploymentId}/${name}`;
 
 /**
@@ -82,13 +88,8 @@ export function createVariableService(db: Kysely<Database>, secretsKey: string |
       return { names: await names(deploymentId) };
     },
 
-    /** The values, for a runner's environment only. */
-    async valuesFor(deploymentId: string): Promise<Record<string, string>> {
-      const rows = await db
-        .selectFrom('deployment_variables')
-        .select(['name', 'value', 'encrypted'])
-        .where('deployment_id', '=', deploymentId)
-        .execute();
+    /** The values of stored rows, for a runner's environment only. */
+    open(deploymentId: string, rows: readonly StoredVariable[]): Record<string, string> {
       const values: Record<string, string> = {};
       for (const row of rows) {
         if (!row.encrypted) values[row.name] = row.value;
