@@ -19,6 +19,11 @@ describe('configuration', () => {
       instanceLeaseSeconds: 30,
       logLevel: 'info',
       rateLimitPerMinute: 0,
+      maxBundleBytes: 50 * 1024 * 1024,
+      maxConcurrentBuilds: 2,
+      buildTimeoutSeconds: 900,
+      secretsKey: undefined,
+      buildEnv: {},
     });
   });
 
