@@ -10,8 +10,14 @@ import { type BuildLogger, runStep, type StepPlan } from './run-step.js';
 
 const run = promisify(execFile);
 
-/** The crewd Python runner's package folder (runners/python of this repository), when it is there. */
-export const PYTHON_RUNNER_DIR = fileURLToPath(new URL('../../runners/python', import.meta.url));
+/**
+ * The crewd Python runner's package folder (runners/python of this repository), whether the service
+ * runs from src/ or compiled from dist/src/; a build goes without it when it is not there.
+ */
+export const PYTHON_RUNNER_DIR =
+  ['../../runners/python', '../../../runners/python']
+    .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
+    .find((folder) => existsSync(folder)) ?? fileURLToPath(new URL('../../runners/python', import.meta.url));
 
 export interface ToolContext {
   /** The environment of build steps (PATH and package-tool settings). */
