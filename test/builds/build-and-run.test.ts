@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PYTHON_RUNNER_DIR } from '../../src/builds/environments.js';
 import { createRunContext, dataOf, type RunContext, readStream, startRun, waitForRun } from '../runs/helpers.js';
 import { createDeployment, project, tempDataDir, upload, waitForBuild } from './helpers.js';
 
@@ -128,6 +129,20 @@ describe('bundles build and run from their own files', () => {
       .map((event) => (event.data as { message: string }).message);
     expect(lines.some((line) => /six/.test(line))).toBe(true);
     expect(log.messages.filter((m) => m.id).map((m) => Number(m.id))).toEqual(lines.map((_, i) => i + 1));
+  });
+});
+
+describe.runIf(existsSync(PYTHON_RUNNER_DIR))('the crewd Python runner', () => {
+  it('is importable in every Python version’s environment', async () => {
+    const probe =
+      "import crewd_runner, json; print(json.dumps({'type': 'run.completed', 'data': {'output': {'at': crewd_runner.__file__}}}))";
+    const { deploymentId } = await deployBundle(
+      { 'crewd.json': JSON.stringify({ runtime: 'python', command: ['python', '-c', probe] }) },
+      'runner-probe',
+    );
+    const run = await runToEnd(deploymentId);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    expect(run.output.at).toContain(PYTHON_RUNNER_DIR);
   });
 });
 
