@@ -32,13 +32,15 @@ export interface StreamEvent {
   data: any;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: answers of the API, read by each command as it needs.
+type Answer = any;
+
 export interface Api {
-  // biome-ignore lint/suspicious/noExplicitAny: answers of the API, read by each command as it needs.
   request(
     method: string,
     path: string,
     options?: { json?: unknown; body?: Buffer; contentType?: string },
-  ): Promise<any>;
+  ): Promise<Answer>;
   /** Reads an event stream until its `complete`, reconnecting with Last-Event-ID; answers the `complete`. */
   follow(path: string, onEvent: (event: StreamEvent) => void, options?: { lastEventId?: number }): Promise<StreamEvent>;
 }

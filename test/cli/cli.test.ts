@@ -71,7 +71,12 @@ async function bundleEntries(deploymentId: string, versionId: string): Promise<s
   const entries: string[] = [];
   await pipeline(
     Readable.from([response.rawPayload]),
-    new Parser({ onReadEntry: (entry) => (entries.push(entry.path.replace(/^\.\//, '')), entry.resume()) }),
+    new Parser({
+      onReadEntry: (entry) => {
+        entries.push(entry.path.replace(/^\.\//, ''));
+        entry.resume();
+      },
+    }),
   );
   return entries.filter(Boolean).sort();
 }
