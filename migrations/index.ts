@@ -4,6 +4,7 @@ import * as tables from './20261121_0002_tables.js';
 import * as runs from './20261121_0003_runs.js';
 import * as webhooks from './20261121_0004_webhooks.js';
 import * as threads from './20261121_0005_threads.js';
+import * as bundles from './20261123_0006_bundles.js';
 import * as crons from './20261123_0007_crons.js';
 import * as tableIndexes from './20261123_0010_table_indexes.js';
 
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '20261121_0005_threads': threads,
   '20261123_0007_crons': crons,
   '20261123_0010_table_indexes': tableIndexes,
+  '20261123_0006_bundles': bundles,
 };

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { accessRoutes } from './access/routes.js';
 import authPlugin from './auth/plugin.js';
+import { buildRoutes } from './builds/routes.js';
 import { composeServices, type ServiceDependencies } from './compose.js';
 import { cronRoutes } from './crons/routes.js';
 import { deploymentRoutes } from './deployments/routes.js';
@@ -48,8 +49,9 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   });
 
   const composed = await composeServices(dependencies);
-  const { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches, crons } =
+  const { access, deployments, variables, builds, tables, rows, webhooks, incomingWebhooks, runs, threads } =
     composed.services;
+  const { streams, caches, crons } = composed.services;
   app.addHook('onReady', composed.start);
   app.addHook('preClose', async () => composed.closeStreams());
   app.addHook('onClose', composed.stop);
@@ -80,7 +82,13 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   await app.register(
     async (v1) => {
       await v1.register(accessRoutes, { access });
-      await v1.register(deploymentRoutes, { deployments });
+      await v1.register(deploymentRoutes, {
+        deployments,
+        builds,
+        variables,
+        maxBundleBytes: config.maxBundleBytes,
+      });
+      await v1.register(buildRoutes, { builds, deployments, streams });
       await v1.register(runRoutes, { runs, streams });
       await v1.register(threadRoutes, { threads });
       await v1.register(tableRoutes, { tables, rows });

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { createAccessService } from './access/service.js';
+import { createBuildService } from './builds/service.js';
 import { createInstanceCaches } from './cache/instance-caches.js';
 import type { Config } from './config.js';
 import { type CronTimings, createCronScheduler } from './crons/scheduler.js';
@@ -7,6 +8,7 @@ import { createCronService } from './crons/service.js';
 import type { DatabaseHandle } from './db/connect.js';
 import { createPgListener } from './db/pg-listener.js';
 import { createDeploymentService } from './deployments/service.js';
+import { createVariableService } from './deployments/variables.js';
 import { createLocalEventBus } from './events/bus.js';
 import { composeFeeds } from './events/composite-feed.js';
 import { createPgEventFeed } from './events/pg-feed.js';
@@ -128,6 +130,8 @@ export async function composeServices({ config, database, logger, ...options }: 
       ? createPgEventFeed({ listener, db, instanceId: () => lease.id, peersAlive: () => peers.alive, logger })
       : null;
   const bus = remote ? composeFeeds(local, remote) : local;
+  const variables = createVariableService(db, config.secretsKey);
+  const builds = createBuildService({ db, logger, config, variables, bus, instanceId: lease.id });
   const endRecorder = createEndRecorder({
     db,
     bus,
@@ -152,6 +156,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     tickMs: timings.leaseTickMs ?? Math.max(200, (config.instanceLeaseSeconds * 1000) / 3),
     observer,
     wakeUps: createWakeUps(db, listener, logger),
+    prepareVersion: builds.prepareVersion,
   });
   const runs = createRunService({
     db,
@@ -177,13 +182,29 @@ export async function composeServices({ config, database, logger, ...options }: 
   });
 
   return {
-    services: { access, deployments, tables, rows, webhooks, incomingWebhooks, runs, threads, streams, caches, crons },
+    services: {
+      access,
+      deployments,
+      variables,
+      builds,
+      tables,
+      rows,
+      webhooks,
+      incomingWebhooks,
+      runs,
+      threads,
+      streams,
+      caches,
+      crons,
+    },
     metrics,
     executor,
     async start(): Promise<void> {
+      await variables.checkKey();
       await listener?.start();
       remote?.start();
       await executor.start();
+      await builds.start();
       await deliveryWorker.start();
       await cronScheduler.start();
     },
@@ -192,6 +213,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     /** Then the executor stops its runners, and the rest follows. */
     async stop(): Promise<void> {
       await cronScheduler.stop();
+      await builds.stop();
       await executor.stop();
       streams.stop();
       await remote?.stop();

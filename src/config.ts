@@ -54,6 +54,10 @@ const configSchema = z.object({
   MAX_BULK_UPDATE_BYTES: count(1).default(16 * 1024 * 1024),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   TRUST_PROXY: booleanString.default(false),
+  MAX_BUNDLE_MB: positiveNumber.default(50),
+  MAX_CONCURRENT_BUILDS: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1).default(2),
+  BUILD_TIMEOUT_SECONDS: positiveNumber.default(900),
+  SECRETS_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
 });
@@ -100,9 +104,21 @@ export interface Config {
   tableIndexMinRows: number;
 
   runnerPath: string | undefined;
+  /** Largest bundle upload, in bytes (MAX_BUNDLE_MB). */
+  maxBundleBytes: number;
+  maxConcurrentBuilds: number;
+  buildTimeoutSeconds: number;
+  /** Encrypts deployment variables at rest (AES-256-GCM) when set. */
+  secretsKey: string | undefined;
+  /** What build steps get of the service's environment: HOME, proxies, pip, uv and npm settings. */
+  buildEnv: Record<string, string>;
 }
 
 export class ConfigError extends Error {}
+
+/** Variables of the service's environment build steps keep: the machine's package-tool settings, never its secrets. */
+const BUILD_TOOL_SETTINGS =
+  /^(HOME|LANG|LC_ALL|TMPDIR|SSL_CERT_FILE|SSL_CERT_DIR|REQUESTS_CA_BUNDLE|XDG_CONFIG_HOME|XDG_CACHE_HOME|PIP_.*|UV_.*|npm_config_.*|NPM_CONFIG_.*|(HTTP|HTTPS|NO|ALL)_PROXY|(http|https|no|all)_proxy)$/;
 
 /** Parses the environment once; throws ConfigError with one line naming the bad variable. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
@@ -142,5 +158,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsToken: parsed.METRICS_TOKEN,
     trustProxy: parsed.TRUST_PROXY,
     runnerPath: parsed.PATH,
+    maxBundleBytes: Math.round(parsed.MAX_BUNDLE_MB * 1024 * 1024),
+    maxConcurrentBuilds: parsed.MAX_CONCURRENT_BUILDS,
+    buildTimeoutSeconds: parsed.BUILD_TIMEOUT_SECONDS,
+    secretsKey: parsed.SECRETS_KEY,
+    buildEnv: Object.fromEntries(
+      Object.entries(present).filter((entry): entry is [string, string] => BUILD_TOOL_SETTINGS.test(entry[0])),
+    ),
   };
 }

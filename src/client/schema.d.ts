@@ -389,7 +389,7 @@ export interface paths {
         get?: never;
         /**
          * Set the running version of an environment (promote or roll back)
-         * @description Admin keys only. The version must belong to the deployment.
+         * @description Admin keys only. The version must belong to the deployment and be `ready` (409 otherwise).
          */
         put: operations["setEnvironment"];
         post?: never;
@@ -398,6 +398,94 @@ export interface paths {
          * @description Admin keys only. Runs of that environment answer 400 until a version is set again.
          */
         delete: operations["clearEnvironment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{id}/variables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the names of the deployment variables */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeploymentVariableNames"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        /**
+         * Set or remove (null) deployment variables, the crew’s secrets
+         * @description Runners get them, then the version’s env over them. Values are never returned.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description NAME → value, or null to remove it */
+                        variables: {
+                            [key: string]: string | null;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeploymentVariableNames"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -417,10 +505,195 @@ export interface paths {
         get: operations["listVersions"];
         put?: never;
         /**
-         * Create a version (the runner command); optionally make it an environment’s running version
-         * @description Admin keys only. `number` counts 1, 2, 3… per deployment; `env` values are secrets and never returned (only `env_keys`).
+         * Create a version: a command (JSON), or a project bundle (a gzipped tar) that crewd builds
+         * @description Admin keys only. `number` counts 1, 2, 3… per deployment; `env` values are secrets and never returned (only `env_keys`). With `Content-Type: application/gzip` the body is a gzipped tar of the project; the version is `building` until its build ends (`ready` or `failed`); `environment` in the query promotes it once ready.
          */
         post: operations["createVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{id}/versions/{version_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a version, with its build status */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    version_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeploymentVersion"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Delete a version with its runs, bundle, built files and build log
+         * @description Refused (409) while it is an environment’s running version or has a pending or running run.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    version_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{id}/versions/{version_id}/build/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a version’s build log (Server-Sent Events)
+         * @description Each output line is `id: <seq>` and `data: {"type":"build.log","data":{"message","stream"}}`; ends with `{"type":"complete","status":"ready"|"failed","error"}`, at once for a finished build. Resume with `Last-Event-ID`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description resume after this event id (as the Last-Event-ID header); 0 replays all */
+                    last_event_id?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                    version_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{id}/versions/{version_id}/bundle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download the bundle a version was made from */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    version_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                429: components["responses"]["RateLimited"];
+                500: components["responses"]["Internal"];
+                503: components["responses"]["Unavailable"];
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1219,28 +1492,78 @@ export interface components {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             updated_at: string;
         };
+        DeploymentVariableNames: {
+            /** @description names only: values are never returned */
+            names: string[];
+        };
+        DeploymentVariableNamesInput: {
+            /** @description names only: values are never returned */
+            names: string[];
+        };
         DeploymentVersion: {
+            /** @description the failing build step and its last output lines */
+            build_error: string | null;
+            bundle: {
+                sha256: string;
+                size: number;
+            } | null;
             command: string[];
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
             cwd: string | null;
             deployment_id: string;
+            /** @description what the bundle declares */
+            entrypoint: {
+                [key: string]: unknown;
+            } | null;
             /** @description names of the environment variables; values are secrets and never returned */
             env_keys: string[];
             id: string;
             number: number;
+            runtime: ("python" | "node") | null;
+            /**
+             * @description a command on the service’s machine, or an uploaded project
+             * @enum {string}
+             */
+            source: "command" | "bundle";
+            /**
+             * @description command versions are ready at once
+             * @enum {string}
+             */
+            status: "building" | "ready" | "failed";
             timeout_seconds: number | null;
         };
         DeploymentVersionInput: {
+            /** @description the failing build step and its last output lines */
+            build_error: string | null;
+            bundle: {
+                sha256: string;
+                size: number;
+            } | null;
             command: string[];
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
             cwd: string | null;
             deployment_id: string;
+            /** @description what the bundle declares */
+            entrypoint: {
+                [key: string]: unknown;
+            } | null;
             /** @description names of the environment variables; values are secrets and never returned */
             env_keys: string[];
             id: string;
             number: number;
+            runtime: ("python" | "node") | null;
+            /**
+             * @description a command on the service’s machine, or an uploaded project
+             * @enum {string}
+             */
+            source: "command" | "bundle";
+            /**
+             * @description command versions are ready at once
+             * @enum {string}
+             */
+            status: "building" | "ready" | "failed";
             timeout_seconds: number | null;
         };
         Error: {
@@ -1984,6 +2307,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -2059,7 +2383,11 @@ export interface operations {
     };
     createVersion: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description becomes that environment’s running version once the build succeeds, never before */
+                environment?: "production" | "staging";
+                timeout_seconds?: number;
+            };
             header?: never;
             path: {
                 id: string;
@@ -2068,6 +2396,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                "application/gzip": unknown;
                 /**
                  * @example {
                  *       "command": [

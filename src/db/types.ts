@@ -1,4 +1,11 @@
-import type { Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type {
+  BundlesTable,
+  DeploymentVariablesTable,
+  Runtime,
+  VersionSource,
+  VersionStatus,
+} from '../builds/db-types.js';
 import type { CronsTable } from '../crons/db-types.js';
 import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../runs/db-types.js';
 import type { TableCatalogTable } from '../tables/db-types.js';
@@ -48,9 +55,20 @@ export interface DeploymentVersionsTable {
   env: Json<Record<string, string>>;
   timeout_seconds: number | null;
   created_at: CreatedAt;
+  source: ColumnType<VersionSource, VersionSource | undefined, VersionSource>;
+  status: ColumnType<VersionStatus, VersionStatus | undefined, VersionStatus>;
+  build_error: ColumnType<string | null, string | null | undefined, string | null>;
+  runtime: ColumnType<Runtime | null, Runtime | null | undefined, Runtime | null>;
+  entrypoint: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  bundle_sha256: ColumnType<string | null, string | null | undefined, string | null>;
+  bundle_size: ColumnType<number | null, number | null | undefined, number | null>;
+  promote_to: ColumnType<Environment | null, Environment | null | undefined, Environment | null>;
+  build_instance_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface Database {
+  bundles: BundlesTable;
+  deployment_variables: DeploymentVariablesTable;
   instances: InstancesTable;
   runs: RunsTable;
   run_events: RunEventsTable;

@@ -18,6 +18,13 @@ const versionColumns = [
   'env',
   'timeout_seconds',
   'created_at',
+  'source',
+  'status',
+  'build_error',
+  'runtime',
+  'entrypoint',
+  'bundle_sha256',
+  'bundle_size',
 ] as const;
 
 /** Deployments with the numbers of their running versions. */
@@ -74,11 +81,28 @@ export function insertVersion(
     cwd: string | null;
     env: Record<string, string>;
     timeout_seconds: number | null;
+    bundle?: {
+      runtime: 'python' | 'node' | null;
+      entrypoint: Record<string, unknown>;
+      sha256: string;
+      size: number;
+      promote_to: Environment | null;
+    };
   },
 ) {
+  const { bundle, ...plain } = row;
+  const built = bundle && {
+    source: 'bundle' as const,
+    status: 'building' as const,
+    runtime: bundle.runtime,
+    entrypoint: JSON.stringify(bundle.entrypoint),
+    bundle_sha256: bundle.sha256,
+    bundle_size: bundle.size,
+    promote_to: bundle.promote_to,
+  };
   return db
     .insertInto('deployment_versions')
-    .values({ ...row, command: JSON.stringify(row.command), env: JSON.stringify(row.env) })
+    .values({ ...plain, ...built, command: JSON.stringify(row.command), env: JSON.stringify(row.env) })
     .returning(versionColumns)
     .executeTakeFirstOrThrow();
 }
@@ -100,6 +124,47 @@ export function listVersions(db: Db, deploymentId: string, page: { limit: number
     .orderBy('number', 'desc')
     .limit(page.limit)
     .offset(page.offset)
+    .execute();
+}
+
+/** Locks the deployment row, so a version is not promoted while it is being deleted. */
+export function lockDeployment(db: Db, orgId: string, deploymentId: string) {
+  return db
+    .selectFrom('deployments')
+    .select(['id', 'production_version_id', 'staging_version_id'])
+    .where('org_id', '=', orgId)
+    .where('id', '=', deploymentId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export function findActiveRunOfVersion(db: Db, versionId: string) {
+  return db
+    .selectFrom('runs')
+    .select(['id', 'status'])
+    .where('version_id', '=', versionId)
+    .where('status', 'in', ['pending', 'running'])
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export function deleteVersion(db: Db, deploymentId: string, versionId: string) {
+  return db
+    .deleteFrom('deployment_versions')
+    .where('deployment_id', '=', deploymentId)
+    .where('id', '=', versionId)
+    .returning(['bundle_sha256'])
+    .executeTakeFirst();
+}
+
+/** Removes a bundle no version refers to any more. */
+export function deleteBundleIfUnused(db: Db, sha256: string) {
+  return db
+    .deleteFrom('bundles')
+    .where('sha256', '=', sha256)
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('deployment_versions').select('id').where('bundle_sha256', '=', sha256))),
+    )
     .execute();
 }
 

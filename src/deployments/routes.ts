@@ -1,8 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireAdmin } from '../auth/plugin.js';
-import { commonErrors } from '../http/error-schema.js';
+import type { BuildService } from '../builds/service.js';
+import { badRequest } from '../errors.js';
+import { commonErrors, conflictError } from '../http/error-schema.js';
 import {
+  bundleBody,
+  bundleVersionQuery,
+  type CreateVersionInput,
   createDeploymentBody,
   createVersionBody,
   deploymentParams,
@@ -10,18 +15,29 @@ import {
   environmentParams,
   listQuery,
   promoteBody,
+  putVariablesBody,
+  variableNamesSchema,
+  versionParams,
   versionSchema,
 } from './schemas.js';
 import type { DeploymentService } from './service.js';
+import type { VariableService } from './variables.js';
 
 const NEED = 'Managing deployments';
 
 /** Deployments, their versions and which version each environment runs: admin keys only. */
-export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentService }> = async (
-  app,
-  { deployments },
-) => {
+export const deploymentRoutes: FastifyPluginAsyncZod<{
+  deployments: DeploymentService;
+  builds: BuildService;
+  variables: VariableService;
+  maxBundleBytes: number;
+}> = async (app, { deployments, builds, variables, maxBundleBytes }) => {
   const tags = ['deployments'];
+  app.addContentTypeParser(
+    'application/gzip',
+    { parseAs: 'buffer', bodyLimit: maxBundleBytes },
+    (_request, body, done) => done(null, body),
+  );
 
   app.post(
     '/deployments',
@@ -83,17 +99,102 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
       schema: {
         tags,
         operationId: 'createVersion',
-        summary: 'Create a version (the runner command); optionally make it an environment’s running version',
+        summary: 'Create a version: a command (JSON), or a project bundle (a gzipped tar) that crewd builds',
         description:
-          'Admin keys only. `number` counts 1, 2, 3… per deployment; `env` values are secrets and never returned (only `env_keys`).',
+          'Admin keys only. `number` counts 1, 2, 3… per deployment; `env` values are secrets and never returned ' +
+          '(only `env_keys`). With `Content-Type: application/gzip` the body is a gzipped tar of the project; the ' +
+          'version is `building` until its build ends (`ready` or `failed`); `environment` in the query promotes it once ready.',
         params: deploymentParams,
-        body: createVersionBody,
+        querystring: bundleVersionQuery,
+        body: {
+          content: {
+            'application/json': { schema: createVersionBody },
+            'application/gzip': { schema: bundleBody },
+          },
+        } as unknown as typeof createVersionBody,
         response: { 201: versionSchema, ...commonErrors },
       },
     },
     async (request, reply) => {
       const { orgId } = requireAdmin(request, NEED);
-      return reply.status(201).send(await deployments.createVersion(orgId, request.params.id, request.body));
+      const body: unknown = request.body;
+      if (Buffer.isBuffer(body)) {
+        return reply.status(201).send(await builds.upload(orgId, request.params.id, body, request.query));
+      }
+      if (request.query.environment !== undefined || request.query.timeout_seconds !== undefined) {
+        throw badRequest('environment and timeout_seconds go in the JSON body of a command version');
+      }
+      const input = body as CreateVersionInput;
+      return reply.status(201).send(await deployments.createVersion(orgId, request.params.id, input));
+    },
+  );
+
+  app.get(
+    '/deployments/:id/versions/:version_id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a version, with its build status',
+        params: versionParams,
+        response: { 200: versionSchema, ...commonErrors },
+      },
+    },
+    async (request) => {
+      const { orgId } = requireAdmin(request, NEED);
+      return deployments.getVersion(orgId, request.params.id, request.params.version_id);
+    },
+  );
+
+  app.delete(
+    '/deployments/:id/versions/:version_id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a version with its runs, bundle, built files and build log',
+        description: 'Refused (409) while it is an environment’s running version or has a pending or running run.',
+        params: versionParams,
+        response: { 200: z.object({ success: z.literal(true) }), ...commonErrors, ...conflictError },
+      },
+    },
+    async (request) => {
+      const { orgId } = requireAdmin(request, NEED);
+      await deployments.deleteVersion(orgId, request.params.id, request.params.version_id);
+      await builds.forget(request.params.version_id);
+      return { success: true as const };
+    },
+  );
+
+  app.put(
+    '/deployments/:id/variables',
+    {
+      schema: {
+        tags,
+        summary: 'Set or remove (null) deployment variables, the crew’s secrets',
+        description: 'Runners get them, then the version’s env over them. Values are never returned.',
+        params: deploymentParams,
+        body: putVariablesBody,
+        response: { 200: variableNamesSchema, ...commonErrors },
+      },
+    },
+    async (request) => {
+      const { orgId } = requireAdmin(request, NEED);
+      return variables.put(orgId, request.params.id, request.body.variables);
+    },
+  );
+
+  app.get(
+    '/deployments/:id/variables',
+    {
+      schema: {
+        tags,
+        summary: 'List the names of the deployment variables',
+        params: deploymentParams,
+        response: { 200: variableNamesSchema, ...commonErrors },
+      },
+    },
+    async (request) => {
+      const { orgId } = requireAdmin(request, NEED);
+      return variables.list(orgId, request.params.id);
     },
   );
 
@@ -123,10 +224,10 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{ deployments: DeploymentSe
         tags,
         operationId: 'setEnvironment',
         summary: 'Set the running version of an environment (promote or roll back)',
-        description: 'Admin keys only. The version must belong to the deployment.',
+        description: 'Admin keys only. The version must belong to the deployment and be `ready` (409 otherwise).',
         params: environmentParams,
         body: promoteBody,
-        response: { 200: deploymentSchema, ...commonErrors },
+        response: { 200: deploymentSchema, ...commonErrors, ...conflictError },
       },
     },
     async (request) => {

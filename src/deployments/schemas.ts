@@ -24,6 +24,12 @@ export const versionSchema = z
     cwd: z.string().nullable(),
     env_keys: z.array(z.string()).describe('names of the environment variables; values are secrets and never returned'),
     timeout_seconds: z.number().nullable(),
+    source: z.enum(['command', 'bundle']).describe('a command on the service’s machine, or an uploaded project'),
+    status: z.enum(['building', 'ready', 'failed']).describe('command versions are ready at once'),
+    build_error: z.string().nullable().describe('the failing build step and its last output lines'),
+    runtime: z.enum(['python', 'node']).nullable(),
+    entrypoint: z.record(z.string(), z.unknown()).nullable().describe('what the bundle declares'),
+    bundle: z.object({ sha256: z.string(), size: z.number().int() }).nullable(),
     created_at: isoDate,
   })
   .meta({ id: 'DeploymentVersion' });
@@ -64,9 +70,45 @@ export const promoteBody = z
   .strictObject({ version_id: z.string().min(1) })
   .meta({ examples: [{ version_id: 'ver_01jd3x9k2m4n5p6q7r8s9t0v1w' }] });
 
+export const bundleVersionQuery = z.strictObject({
+  environment: environmentSchema
+    .optional()
+    .describe('becomes that environment’s running version once the build succeeds, never before'),
+  timeout_seconds: z.coerce
+    .number({ message: 'must be a number' })
+    .positive('must be positive')
+    .max(604800, 'must be at most 604800 (7 days)')
+    .optional(),
+});
+
+/** The gzipped tar of a project, as the request body. */
+export const bundleBody = z
+  .custom<Buffer>((value) => Buffer.isBuffer(value), 'must be a gzipped tar')
+  .describe('a gzipped tar of the project folder');
+
+export const versionParams = z.object({ id: z.string(), version_id: z.string() });
+
+const VARIABLE_NAME = /^[A-Z_][A-Z0-9_]*$/;
+export const putVariablesBody = z.strictObject({
+  variables: z
+    .record(z.string(), z.string().nullable())
+    .superRefine((value, ctx) => {
+      const names = Object.keys(value);
+      if (names.length > 100) ctx.addIssue({ code: 'custom', message: 'at most 100 variables at once' });
+      for (const name of names.filter((name) => !VARIABLE_NAME.test(name))) {
+        ctx.addIssue({ code: 'custom', path: [name], message: 'names must match ^[A-Z_][A-Z0-9_]*$' });
+      }
+    })
+    .describe('NAME → value, or null to remove it'),
+});
+export const variableNamesSchema = z
+  .object({ names: z.array(z.string()).describe('names only: values are never returned') })
+  .meta({ id: 'DeploymentVariableNames' });
+
 export const deploymentParams = z.object({ id: z.string() });
 export const environmentParams = z.object({ id: z.string(), environment: environmentSchema });
 export const listQuery = z.strictObject(paginationQuery(50));
 
 export type CreateVersionInput = z.output<typeof createVersionBody>;
+export type BundleVersionQuery = z.output<typeof bundleVersionQuery>;
 export type EnvironmentName = z.output<typeof environmentSchema>;

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, DeploymentVersionRow, Environment } from '../db/types.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, conflict, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import * as repo from './repository.js';
@@ -23,7 +23,28 @@ function toDeployment(row: repo.DeploymentRecord) {
   };
 }
 
-function toVersion(row: DeploymentVersionRow) {
+type VersionFields = Pick<
+  DeploymentVersionRow,
+  | 'id'
+  | 'deployment_id'
+  | 'number'
+  | 'command'
+  | 'cwd'
+  | 'env'
+  | 'timeout_seconds'
+  | 'created_at'
+  | 'source'
+  | 'status'
+  | 'build_error'
+  | 'runtime'
+  | 'entrypoint'
+  | 'bundle_sha256'
+  | 'bundle_size'
+>;
+
+export const versionNotFound = () => notFound('Version not found');
+
+export function toVersion(row: VersionFields) {
   return {
     id: row.id,
     deployment_id: row.deployment_id,
@@ -32,6 +53,12 @@ function toVersion(row: DeploymentVersionRow) {
     cwd: row.cwd,
     env_keys: Object.keys(row.env).sort(),
     timeout_seconds: row.timeout_seconds,
+    source: row.source,
+    status: row.status,
+    build_error: row.build_error,
+    runtime: row.runtime,
+    entrypoint: row.entrypoint,
+    bundle: row.bundle_sha256 ? { sha256: row.bundle_sha256, size: row.bundle_size ?? 0 } : null,
     created_at: toIso(row.created_at),
   };
 }
@@ -80,13 +107,48 @@ export function createDeploymentService(db: Kysely<Database>) {
       return (await repo.listVersions(db, deploymentId, page)).map(toVersion);
     },
 
-    async setEnvironment(orgId: string, deploymentId: string, environment: Environment, versionId: string | null) {
+    async getVersion(orgId: string, deploymentId: string, versionId: string) {
       if (!(await repo.deploymentExists(db, orgId, deploymentId))) throw deploymentNotFound();
-      if (versionId !== null && !(await repo.findVersion(db, deploymentId, versionId))) {
-        throw badRequest(`version_id: version ${versionId} does not belong to deployment ${deploymentId}`);
-      }
-      await repo.setRunningVersion(db, deploymentId, environment, versionId);
+      const row = await repo.findVersion(db, deploymentId, versionId);
+      if (!row) throw versionNotFound();
+      return toVersion(row);
+    },
+
+    /** CONTRACTS §8: only ready versions run in an environment. */
+    async setEnvironment(orgId: string, deploymentId: string, environment: Environment, versionId: string | null) {
+      await db.transaction().execute(async (trx) => {
+        if (!(await repo.lockDeployment(trx, orgId, deploymentId))) throw deploymentNotFound();
+        if (versionId !== null) {
+          const version = await repo.findVersion(trx, deploymentId, versionId);
+          if (!version) {
+            throw badRequest(`version_id: version ${versionId} does not belong to deployment ${deploymentId}`);
+          }
+          if (version.status !== 'ready') throw conflict(`Version ${versionId} is not ready: ${version.status}`);
+        }
+        await repo.setRunningVersion(trx, deploymentId, environment, versionId);
+      });
       return get(orgId, deploymentId);
+    },
+
+    /**
+     * Deletes a version with its runs, stored build log and (when no other version shares it) its
+     * bundle; refused while an environment runs it or a run of it is pending or running.
+     */
+    async deleteVersion(orgId: string, deploymentId: string, versionId: string): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        const deployment = await repo.lockDeployment(trx, orgId, deploymentId);
+        if (!deployment) throw deploymentNotFound();
+        for (const environment of ['production', 'staging'] as const) {
+          if (deployment[`${environment}_version_id`] === versionId) {
+            throw conflict(`Version ${versionId} is the running version of ${environment}`);
+          }
+        }
+        const active = await repo.findActiveRunOfVersion(trx, versionId);
+        if (active) throw conflict(`Version ${versionId} has a ${active.status} run: ${active.id}`);
+        const deleted = await repo.deleteVersion(trx, deploymentId, versionId);
+        if (!deleted) throw versionNotFound();
+        if (deleted.bundle_sha256) await repo.deleteBundleIfUnused(trx, deleted.bundle_sha256);
+      });
     },
 
     /** The version a new run uses; the error messages are the ones SPEC §7 states. */

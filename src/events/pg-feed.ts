@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { PgListener } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
-import type { LiveEvent, LiveListener, RunEnd } from './types.js';
+import type { LiveEvent, LiveListener, StreamEnd } from './types.js';
 
 export const RUN_EVENTS_CHANNEL = 'crewd_run_events';
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; stay below with room for the envelope. */
@@ -11,7 +11,7 @@ const MAX_PAYLOAD_BYTES = 7800;
 const MAX_INLINE_EVENT_BYTES = 2000;
 
 /** `[seq, json]`, `[seq]` for an event to be read from the store, or `[seq, json, end]` for the final one. */
-type WireEvent = [number] | [number, string] | [number, string, RunEnd];
+type WireEvent = [number] | [number, string] | [number, string, StreamEnd];
 interface Payload {
   /** Sender's instance id: an instance ignores its own notifications (its bus already has them). */
   i: string;

@@ -7,12 +7,21 @@ export interface RunEnd {
   error: string | null;
 }
 
+/** How a version's build ended, carried by the build log's final event. */
+export interface BuildEnd {
+  status: 'ready' | 'failed';
+  error: string | null;
+}
+
+/** The end of whatever an event stream follows: a run, or a version's build. */
+export type StreamEnd = RunEnd | BuildEnd;
+
 /** One event of a run as streams send it: `json` is the `{type, data}` object, serialised once for every client. */
 export interface LiveEvent {
   seq: number;
   json: string;
-  /** Present on the run's final event. */
-  end?: RunEnd;
+  /** Present on the final event (a run's or a build's). */
+  end?: StreamEnd;
   /** The encoded SSE frame, made by the first stream that sends the event and shared by the rest. */
   frame?: Buffer;
   /** Came from another instance: announced once stored, so a gap before it can be read from the store. */

@@ -15,6 +15,24 @@ import { missingProgram } from './program-check.js';
 import { prepareRunFolder, removeScratchFolder, runnerEnvironment } from './run-setup.js';
 import type { RunningRuns } from './running-runs.js';
 
+/**
+ * What a run of a version starts with (src/builds): a bundle's built files as its folder (built
+ * here first, logging to the run), the deployment's variables under the version's env, PATH.
+ */
+export type VersionPreparer = (
+  versionId: string,
+  log: (message: string, stream: 'stdout' | 'stderr') => void,
+) => Promise<{ cwd: string | null; env: Record<string, string>; readOnly: string[] }>;
+
+/** Where a run's process starts, and what else of the disk it may read. */
+interface RunPlace {
+  spec: LaunchSpec;
+  cwd: string;
+  /** The folder is the run's own scratch folder: writable, removed with the run. */
+  scratch: boolean;
+  readOnly: string[];
+}
+
 export interface ActiveRunsOptions {
   db: Kysely<Database>;
   bus: LocalEventBus;
@@ -28,6 +46,8 @@ export interface ActiveRunsOptions {
   /** Between SIGTERM and SIGKILL of a run's process group (CONTRACTS §6: 5 s). */
   killGraceMs: number;
   observer?: RunObserver | undefined;
+  /** Without it a version runs as stored (tests of the run path alone). */
+  prepareVersion?: VersionPreparer | undefined;
 }
 
 /**
@@ -57,13 +77,28 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     });
   }
 
+  /** The version's launch plan applied to the spec, and the run's folder made. */
+  async function placeRun(run: ActiveRun): Promise<RunPlace | { error: string }> {
+    let spec = run.spec;
+    let readOnly: string[] = [];
+    if (options.prepareVersion) {
+      try {
+        const plan = await options.prepareVersion(spec.run.version_id, (message, stream) =>
+          run.log.append('log', { message, stream }),
+        );
+        spec = { ...spec, version: { ...spec.version, cwd: plan.cwd ?? spec.version.cwd, env: plan.env } };
+        readOnly = plan.readOnly;
+      } catch (error) {
+        return { error: error instanceof Error ? error.message : String(error) };
+      }
+    }
+    const folder = await prepareRunFolder(spec, options.runsDir);
+    return 'error' in folder ? folder : { spec, cwd: folder.cwd, scratch: folder.scratch, readOnly };
+  }
+
   /** Starts the process in the run's folder; the exit of a run that could not start says why. */
-  async function startProcess(
-    run: ActiveRun,
-    cwd: string,
-    scratch: boolean,
-  ): Promise<{ exited: Promise<ProcessExit> }> {
-    const { spec } = run;
+  async function startProcess(run: ActiveRun, place: RunPlace): Promise<{ exited: Promise<ProcessExit> }> {
+    const { spec, cwd } = place;
     const env = runnerEnvironment(spec, options.runnerPath);
     const missing = missingProgram(spec.version.command, cwd, env.PATH ?? '');
     if (missing) return { exited: Promise.resolve({ kind: 'spawn_failed', error: missing }) };
@@ -75,7 +110,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         env,
         stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread }),
         // Only a scratch folder is writable: a version's own cwd may lie anywhere, DATA_DIR included.
-        confinement: { writable: scratch ? [cwd] : [], readOnly: [] },
+        confinement: { writable: place.scratch ? [cwd] : [], readOnly: place.readOnly },
       },
       { killGraceMs: options.killGraceMs, onMessage: (message) => run.onMessage(message) },
     );
@@ -96,12 +131,12 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     const run = new ActiveRun(spec, new RunEventLog(spec.run.id, 0, db, bus, logger), options.killGraceMs);
     running.add(run);
 
-    const folder = await prepareRunFolder(spec, options.runsDir);
-    const scratch = 'cwd' in folder && folder.scratch ? folder.cwd : null;
+    const place = await placeRun(run);
+    const scratch = 'cwd' in place && place.scratch ? place.cwd : null;
     let exit: Promise<ProcessExit>;
     if (run.ending) exit = Promise.resolve({ kind: 'spawn_failed', error: 'run ended before it started' });
-    else if ('error' in folder) exit = Promise.resolve({ kind: 'spawn_failed', error: folder.error });
-    else exit = (await startProcess(run, folder.cwd, folder.scratch)).exited;
+    else if ('error' in place) exit = Promise.resolve({ kind: 'spawn_failed', error: place.error });
+    else exit = (await startProcess(run, place)).exited;
 
     const supervised = exit.then(async (result) => {
       try {

@@ -7,7 +7,7 @@ import type { LocalEventBus } from '../events/bus.js';
 import type { EndRecorder } from '../runs/end-recorder.js';
 import type { RunObserver } from '../runs/observer.js';
 import type { RunExecutor } from '../runs/types.js';
-import { createActiveRuns } from './active-runs.js';
+import { createActiveRuns, type VersionPreparer } from './active-runs.js';
 import { createHousekeeping } from './housekeeping.js';
 import type { InstanceLease } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
@@ -35,6 +35,7 @@ export interface ExecutorOptions {
   observer?: RunObserver | undefined;
   /** On PostgreSQL: other instances' news of queued and canceled runs, heard before the next tick. */
   wakeUps?: WakeUps | undefined;
+  prepareVersion?: VersionPreparer | undefined;
 }
 
 /**

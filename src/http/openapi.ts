@@ -2,6 +2,26 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { type ZodType, z } from 'zod';
+
+type TransformDocument = Parameters<typeof jsonSchemaTransform>[0];
+
+/**
+ * The zod transform, plus bodies given per content type (`body: {content: {type: {schema}}}`,
+ * as the versions route takes JSON or a gzipped bundle), which it does not handle itself.
+ */
+function transform(document: TransformDocument) {
+  const body = (document.schema as { body?: { content?: Record<string, { schema: ZodType }> } } | undefined)?.body;
+  if (!body?.content) return jsonSchemaTransform(document);
+  const result = jsonSchemaTransform({ ...document, schema: { ...document.schema, body: undefined } });
+  const content = Object.fromEntries(
+    Object.entries(body.content).map(([type, { schema }]) => [
+      type,
+      { schema: z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }) },
+    ]),
+  );
+  return { ...result, schema: { ...result.schema, body: { content } } };
+}
 
 /** One named response per error status, so every client sees the same names and meanings. */
 const NAMED_RESPONSES: Record<string, { name: string; description: string }> = {
@@ -73,7 +93,7 @@ type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
 
 /** Marks the 200 answer of every route with the `sse` option, so finishDocument lists it as an event stream. */
 function markEventStreams(input: TransformInput) {
-  const result = jsonSchemaTransform(input);
+  const result = transform(input);
   if (!(input.route as { sse?: unknown }).sse) return result;
   const schema = result.schema as { response?: Record<string, Record<string, unknown>> };
   const ok = schema.response?.[200];

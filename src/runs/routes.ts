@@ -2,7 +2,6 @@ import { fastifySSE } from '@fastify/sse';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
-import { badRequest } from '../errors.js';
 import { commonErrors, conflictError } from '../http/error-schema.js';
 import { sendJsonText } from '../http/json-text.js';
 import {
@@ -15,18 +14,9 @@ import {
   runParams,
   runSchema,
 } from './schemas.js';
+import { resumePoint, serveStream } from './serve-stream.js';
 import type { RunService } from './service.js';
-import { createSseSink } from './sse-sink.js';
 import type { RunStreams } from './streams.js';
-
-function resumePoint(header: string | string[] | undefined, query: string | undefined): number | null {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value !== undefined && value !== '') {
-    if (!/^\d+$/.test(value.trim())) throw badRequest('Last-Event-ID must be a non-negative integer');
-    return Number(value.trim());
-  }
-  return query === undefined ? null : Number(query);
-}
 
 /** Runs: create (202), read, list, cancel, and the live event stream. Any key of the organization. */
 export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunStreams }> = async (
@@ -138,14 +128,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
     },
     async (request, reply) => {
       const resume = resumePoint(request.headers['last-event-id'], request.query.last_event_id);
-      const stream = streams.open(principalOf(request), request.params.id, resume);
-      await stream.prepare();
-      reply.sse.sendHeaders();
-      const sink = createSseSink(reply);
-      reply.sse.onClose(() => stream.close());
-      await stream.start(sink);
-      await stream.done;
-      await sink.ended;
+      await serveStream(reply, streams.open(principalOf(request), request.params.id, resume));
     },
   );
 };

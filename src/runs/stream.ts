@@ -1,11 +1,58 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
-import type { LiveEvent, LiveSubscription, RunEnd, RunEventFeed } from '../events/types.js';
+import type { AppError } from '../errors.js';
+import type { LiveEvent, LiveSubscription, RunEventFeed, StreamEnd } from '../events/types.js';
 import { runNotFound } from './errors.js';
 import * as repo from './repository.js';
 import { queueForWrite } from './socket-writer.js';
 import { isTerminal } from './types.js';
+
+/** What a stream needs to know of what it follows (a run, or a version's build), read from the store. */
+export interface StreamRecord {
+  status: string;
+  terminal: boolean;
+  /** Going on (so possibly on another instance: `instanceId`). */
+  running: boolean;
+  instanceId: string | null;
+  end: StreamEnd;
+}
+
+/**
+ * How a stream finds what it follows. Runs and builds share the event log (`run_events`, keyed by
+ * the run's or the version's id) and this stream; only where their record lives differs.
+ */
+export interface StreamSource {
+  find(db: Kysely<Database>, orgId: string, id: string): Promise<StreamRecord | undefined>;
+  findById(db: Kysely<Database>, id: string): Promise<StreamRecord | undefined>;
+  notFound(): AppError;
+}
+
+function recordOfRun(row: repo.RunRecord): StreamRecord {
+  return {
+    status: row.status,
+    terminal: isTerminal(row.status),
+    running: row.status === 'running',
+    instanceId: row.instance_id,
+    end: {
+      status: row.status as 'succeeded' | 'failed' | 'canceled',
+      output: row.status === 'succeeded' ? (row.output ?? {}) : null,
+      error: row.status === 'failed' ? row.error_message : null,
+    },
+  };
+}
+
+export const runStreamSource: StreamSource = {
+  find: async (db, orgId, id) => {
+    const row = await repo.findRun(db, orgId, id);
+    return row && recordOfRun(row);
+  },
+  findById: async (db, id) => {
+    const row = await repo.findRunById(db, id);
+    return row && recordOfRun(row);
+  },
+  notFound: runNotFound,
+};
 
 /** Where a stream writes; `send` answers false when the client was dropped for being too slow. */
 export interface StreamSink {
@@ -59,23 +106,15 @@ const CLOSED_SINK: StreamSink = {
  */
 export const MAX_CLIENT_BACKLOG_BYTES = 4 * 1024 * 1024;
 
-/** The `complete` message of a run's end, serialised once for every stream that sends it. */
-const completeMessages = new WeakMap<RunEnd, string>();
-function completeJson(end: RunEnd): string {
+/** The `complete` message of an end, serialised once for every stream that sends it. */
+const completeMessages = new WeakMap<StreamEnd, string>();
+function completeJson(end: StreamEnd): string {
   let json = completeMessages.get(end);
   if (json === undefined) {
-    json = JSON.stringify({ type: 'complete', status: end.status, output: end.output, error: end.error });
+    json = JSON.stringify({ type: 'complete', ...end });
     completeMessages.set(end, json);
   }
   return json;
-}
-
-function endOf(row: repo.RunRecord): RunEnd {
-  return {
-    status: row.status as RunEnd['status'],
-    output: row.status === 'succeeded' ? (row.output ?? {}) : null,
-    error: row.status === 'failed' ? row.error_message : null,
-  };
 }
 
 /**
@@ -92,7 +131,7 @@ export class RunStream {
   private timers: NodeJS.Timeout[] = [];
   private heardSinceTick = false;
   private checking = false;
-  private row: repo.RunRecord | null = null;
+  private row: StreamRecord | null = null;
   private sink: StreamSink = CLOSED_SINK;
   private resolveDone!: () => void;
   readonly done = new Promise<void>((resolve) => {
@@ -104,6 +143,7 @@ export class RunStream {
     private readonly orgId: string,
     private readonly runId: string,
     private readonly resumeAfter: number | null,
+    private readonly source: StreamSource = runStreamSource,
   ) {
     this.lastSent = resumeAfter ?? 0;
   }
@@ -123,14 +163,14 @@ export class RunStream {
     if (live) {
       if (live.orgId === this.orgId) return;
       this.finish();
-      throw runNotFound();
+      throw this.source.notFound();
     }
     try {
-      this.row = (await repo.findRun(this.options.db, this.orgId, this.runId)) ?? null;
+      this.row = (await this.source.find(this.options.db, this.orgId, this.runId)) ?? null;
     } finally {
       if (!this.row) this.finish();
     }
-    if (!this.row) throw runNotFound();
+    if (!this.row) throw this.source.notFound();
   }
 
   async start(sink: StreamSink): Promise<void> {
@@ -141,13 +181,13 @@ export class RunStream {
     if (this.mode === 'closed' || !(row || live)) return;
     try {
       // SPEC §6 rule 1: a finished run, asked without a resume point, gets its `complete` at once.
-      if (row && isTerminal(row.status) && this.resumeAfter === null) return this.complete(endOf(row));
+      if (row?.terminal && this.resumeAfter === null) return this.complete(row.end);
       this.every(timings.keepaliveMs, () => this.keepalive());
       const lifetime = setTimeout(() => this.timeout(), lifetimeMs);
       lifetime.unref();
       this.timers.push(lifetime);
 
-      const elsewhere = row?.status === 'running' && row.instance_id !== this.options.instanceId;
+      const elsewhere = row?.running === true && row.instanceId !== this.options.instanceId;
       if (!this.subscription || (elsewhere && !this.subscription.remote)) return await this.startPolling();
 
       // A run going on here keeps its recent events in memory: when they reach back far enough,
@@ -155,7 +195,7 @@ export class RunStream {
       const backlog = live?.backlog ?? [];
       const first = backlog[0];
       if (!live || (first !== undefined && first.seq > this.lastSent + 1)) await this.replayStored();
-      if (row && isTerminal(row.status)) return this.complete(endOf(row));
+      if (row?.terminal) return this.complete(row.end);
       for (const event of backlog) this.deliver(event);
       // Events of another instance may leave gaps only the store can fill.
       if (this.buffered.some((event) => event.remote)) return await this.catchUp();
@@ -200,8 +240,8 @@ export class RunStream {
       for (let event = this.buffered.shift(); event; event = this.buffered.shift()) {
         if ((this.mode as string) === 'closed') return;
         if (event.end && event.remote) {
-          const row = await repo.findRunById(this.options.db, this.runId);
-          return this.complete(row && isTerminal(row.status) ? endOf(row) : event.end);
+          const row = await this.source.findById(this.options.db, this.runId);
+          return this.complete(row?.terminal ? row.end : event.end);
         }
         if (event.remote && event.seq > this.lastSent && (!event.json || event.seq > this.lastSent + 1)) {
           await this.replayStored();
@@ -270,11 +310,11 @@ export class RunStream {
     if (this.mode !== 'polling' || this.checking) return;
     this.checking = true;
     try {
-      const row = await repo.findRunById(this.options.db, this.runId);
-      if (!row) return this.fail('Run not found');
+      const row = await this.source.findById(this.options.db, this.runId);
+      if (!row) return this.fail(this.source.notFound().message);
       await this.replayStored();
       if (this.mode !== 'polling') return;
-      if (isTerminal(row.status)) return this.complete(endOf(row));
+      if (row.terminal) return this.complete(row.end);
       this.sink.sendUntracked(JSON.stringify({ type: 'heartbeat', status: row.status }));
     } catch (error) {
       this.fault(error);
@@ -295,15 +335,15 @@ export class RunStream {
     if (this.checking) return;
     this.checking = true;
     try {
-      const row = await repo.findRunById(this.options.db, this.runId);
+      const row = await this.source.findById(this.options.db, this.runId);
       if (this.mode !== 'live') return;
-      if (!row) return this.fail('Run not found');
-      if (isTerminal(row.status)) {
+      if (!row) return this.fail(this.source.notFound().message);
+      if (row.terminal) {
         this.mode = 'replaying';
         await this.replayStored();
-        return this.complete(endOf(row));
+        return this.complete(row.end);
       }
-      if (row.status === 'running' && row.instance_id !== this.options.instanceId && !this.subscription?.remote) {
+      if (row.running && row.instanceId !== this.options.instanceId && !this.subscription?.remote) {
         this.checking = false;
         await this.startPolling();
       }
@@ -326,7 +366,7 @@ export class RunStream {
     this.finish();
   }
 
-  private complete(end: RunEnd): void {
+  private complete(end: StreamEnd): void {
     if (this.mode === 'closed') return;
     this.sink.sendUntracked(completeJson(end));
     this.finish();

@@ -4,7 +4,7 @@ import type { Database } from '../db/types.js';
 import { AppError, badRequest } from '../errors.js';
 import type { RunEventFeed } from '../events/types.js';
 import type { RunObserver } from './observer.js';
-import { RunStream, type StreamTimings } from './stream.js';
+import { RunStream, runStreamSource, type StreamSource, type StreamTimings } from './stream.js';
 
 /** How often relayed events are reported in one batch, rather than one call per event and client. */
 const REPORT_MS = 1000;
@@ -72,8 +72,16 @@ export function createRunStreams(options: {
   reporter.unref();
 
   return {
-    /** A stream for a key's client; 400 for a resume point no event can have, 429 past a cap. */
-    open(principal: { orgId: string; keyId: string }, runId: string, resumeAfter: number | null): RunStream {
+    /**
+     * A stream for a key's client, of a run or, with `subject`, of something else kept in the same
+     * event log (a build); 400 for a resume point no event can have, 429 past a cap.
+     */
+    open(
+      principal: { orgId: string; keyId: string },
+      runId: string,
+      resumeAfter: number | null,
+      subject: { source: StreamSource; feed: RunEventFeed } = { source: runStreamSource, feed: options.feed },
+    ): RunStream {
       if (resumeAfter !== null && resumeAfter > MAX_EVENT_ID) {
         throw badRequest(`Last-Event-ID must be an event id from 0 to ${MAX_EVENT_ID}`);
       }
@@ -81,7 +89,7 @@ export function createRunStreams(options: {
       const stream = new RunStream(
         {
           db: options.db,
-          feed: options.feed,
+          feed: subject.feed,
           instanceId: options.instanceId(),
           timings: options.timings,
           lifetimeMs: options.lifetimeMs,
@@ -91,6 +99,7 @@ export function createRunStreams(options: {
         principal.orgId,
         runId,
         resumeAfter,
+        subject.source,
       );
       open.add(stream);
       observer.streamOpened?.();

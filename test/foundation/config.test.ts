@@ -30,6 +30,11 @@ describe('configuration', () => {
       maxBulkUpdateBytes: 16 * 1024 * 1024,
       metricsToken: undefined,
       trustProxy: false,
+      maxBundleBytes: 50 * 1024 * 1024,
+      maxConcurrentBuilds: 2,
+      buildTimeoutSeconds: 900,
+      secretsKey: undefined,
+      buildEnv: {},
     });
   });
 

@@ -1,0 +1,138 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Database } from '../db/types.js';
+import type { StoredVariable } from '../deployments/variables.js';
+import type { VersionStatus } from './db-types.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export function insertBundle(db: Db, bundle: { sha256: string; size: number; data: Buffer }) {
+  return db
+    .insertInto('bundles')
+    .values(bundle)
+    .onConflict((oc) => oc.column('sha256').doNothing())
+    .execute();
+}
+
+export function findBundleData(db: Db, sha256: string) {
+  return db.selectFrom('bundles').select(['data']).where('sha256', '=', sha256).executeTakeFirst();
+}
+
+/** A version with its organization, for builds, streams and runs. */
+export function findVersionForBuild(db: Db, versionId: string) {
+  return db
+    .selectFrom('deployment_versions as v')
+    .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
+    .select([
+      'v.id',
+      'v.deployment_id',
+      'd.org_id',
+      'v.source',
+      'v.status',
+      'v.build_error',
+      'v.build_instance_id',
+      'v.bundle_sha256',
+      'v.env',
+    ])
+    .where('v.id', '=', versionId)
+    .executeTakeFirst();
+}
+
+/** A version with what a run of it starts with: its deployment's stored variables too, in one statement. */
+export function findVersionForLaunch(db: Db, versionId: string) {
+  return db
+    .selectFrom('deployment_versions as v')
+    .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
+    .select([
+      'v.id',
+      'v.deployment_id',
+      'd.org_id',
+      'v.source',
+      'v.status',
+      'v.build_error',
+      'v.build_instance_id',
+      'v.bundle_sha256',
+      'v.env',
+      sql<
+        StoredVariable[] | null
+      >`(select json_agg(json_build_object('name', dv.name, 'value', dv.value, 'encrypted', dv.encrypted))
+        from deployment_variables dv where dv.deployment_id = v.deployment_id)`.as('variables'),
+    ])
+    .where('v.id', '=', versionId)
+    .executeTakeFirst();
+}
+
+export type BuildVersionRecord = NonNullable<Awaited<ReturnType<typeof findVersionForBuild>>>;
+
+/** Takes a building version's build for this instance; undefined when it is no longer building. */
+export function claimBuild(db: Db, versionId: string, instanceId: string, previousInstance: string | null) {
+  let query = db
+    .updateTable('deployment_versions')
+    .set({ build_instance_id: instanceId })
+    .where('id', '=', versionId)
+    .where('status', '=', 'building');
+  query =
+    previousInstance === null
+      ? query.where('build_instance_id', 'is', null)
+      : query.where('build_instance_id', '=', previousInstance);
+  return query.returning(['id']).executeTakeFirst();
+}
+
+/** Ends a build; undefined when the version was deleted (or ended) meanwhile. Answers the promotion it waited for. */
+export async function finishBuild(
+  db: Transaction<Database>,
+  versionId: string,
+  status: Exclude<VersionStatus, 'building'>,
+  error: string | null,
+) {
+  const row = await db
+    .selectFrom('deployment_versions')
+    .select(['deployment_id', 'promote_to'])
+    .where('id', '=', versionId)
+    .where('status', '=', 'building')
+    .forUpdate()
+    .executeTakeFirst();
+  if (!row) return undefined;
+  await db
+    .updateTable('deployment_versions')
+    .set({ status, build_error: error, promote_to: null })
+    .where('id', '=', versionId)
+    .execute();
+  return row;
+}
+
+/** Builds left unfinished by an instance that is gone (or by this installation's previous life). */
+export function findOrphanedBuilds(db: Db) {
+  return db
+    .selectFrom('deployment_versions as v')
+    .select(['v.id', 'v.build_instance_id'])
+    .where('v.status', '=', 'building')
+    .where(({ or, eb, not, exists, selectFrom }) =>
+      or([
+        eb('v.build_instance_id', 'is', null),
+        not(
+          exists(
+            selectFrom('instances as i')
+              .select('i.id')
+              .whereRef('i.id', '=', 'v.build_instance_id')
+              .where('i.stopped_at', 'is', null)
+              .where('i.expires_at', '>', sql<Date>`now()`),
+          ),
+        ),
+      ]),
+    )
+    .orderBy('v.created_at')
+    .execute();
+}
+
+export async function lastEventSeq(db: Db, id: string): Promise<number> {
+  const row = await db
+    .selectFrom('run_events')
+    .select((eb) => eb.fn.max('seq').as('seq'))
+    .where('run_id', '=', id)
+    .executeTakeFirst();
+  return Number(row?.seq ?? 0);
+}
+
+export function deleteEvents(db: Db, id: string) {
+  return db.deleteFrom('run_events').where('run_id', '=', id).execute();
+}

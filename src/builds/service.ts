@@ -1,0 +1,247 @@
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Database } from '../db/types.js';
+import * as deploymentsRepo from '../deployments/repository.js';
+import type { BundleVersionQuery } from '../deployments/schemas.js';
+import { toVersion, versionNotFound } from '../deployments/service.js';
+import type { VariableService } from '../deployments/variables.js';
+import { notFound } from '../errors.js';
+import type { LocalEventBus } from '../events/bus.js';
+import type { BuildEnd } from '../events/types.js';
+import { RunEventLog } from '../execution/event-log.js';
+import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
+import { newId } from '../ids.js';
+import { insertEvents } from '../runs/repository.js';
+import { type BuiltVersion, buildVersionFiles, readBuilt, removeVersionFiles } from './builder.js';
+import { detectProject } from './project.js';
+import * as repo from './repository.js';
+import { BuildFailure, type BuildLogger } from './run-step.js';
+
+import { buildFeed, buildStreamSource } from './stream-source.js';
+import { inspectBundle } from './unpack.js';
+
+/** A build going on here: its log, for streams that open while it runs. */
+export interface ActiveBuild {
+  orgId: string;
+  log: RunEventLog;
+}
+
+/** What a run of a version starts with, beyond the runner protocol's own variables. */
+export interface VersionLaunch {
+  /** The built project folder, or null for the version's own `cwd` (command versions). */
+  cwd: string | null;
+  /** Deployment variables, then the version's env, with PATH (and PYTHONPATH) for the built files. */
+  env: Record<string, string>;
+  /** Built files a sandbox mounts read-only. */
+  readOnly: string[];
+}
+
+export interface BuildServiceOptions {
+  db: Kysely<Database>;
+  logger: Logger;
+  config: Pick<Config, 'dataDir' | 'maxConcurrentBuilds' | 'buildTimeoutSeconds' | 'buildEnv' | 'runnerPath'>;
+  variables: VariableService;
+  /** The run event bus (build logs share it). */
+  bus: LocalEventBus;
+  instanceId: string;
+}
+
+/**
+ * Bundle versions (CONTRACTS §8): intake, the build queue (MAX_CONCURRENT_BUILDS at a time, each
+ * within BUILD_TIMEOUT_SECONDS), build logs in the run event log, and what a run of a version
+ * needs on this instance, built first when this instance has not built it yet.
+ */
+export function createBuildService(options: BuildServiceOptions) {
+  const { db, logger, config, variables } = options;
+  const active = new Map<string, ActiveBuild>();
+  const queue: Array<{ versionId: string; previousInstance: string | null }> = [];
+  const localBuilds = new Map<string, Promise<BuiltVersion>>();
+  const running = new Set<Promise<void>>();
+  let stopping = false;
+  const stopped = new AbortController();
+  const runnerPath = config.runnerPath ?? DEFAULT_RUNNER_PATH;
+  const toolEnv = { ...config.buildEnv, PATH: `${path.dirname(process.execPath)}:${runnerPath}` };
+
+  const tools = (log: BuildLogger) => ({
+    env: toolEnv,
+    log,
+    deadline: Date.now() + config.buildTimeoutSeconds * 1000,
+    signal: stopped.signal,
+  });
+
+  function pump(): void {
+    while (!stopping && running.size < config.maxConcurrentBuilds && queue.length > 0) {
+      const next = queue.shift();
+      if (!next) return;
+      const job = build(next.versionId, next.previousInstance).catch((error: unknown) => {
+        logger.error({ err: error, versionId: next.versionId }, 'build failed unexpectedly');
+      });
+      running.add(job);
+      void job.finally(() => {
+        running.delete(job);
+        pump();
+      });
+    }
+  }
+
+  function enqueue(versionId: string, previousInstance: string | null = null): void {
+    queue.push({ versionId, previousInstance });
+    pump();
+  }
+
+  /** Builds one version here: its log is the version's build log, its end the version's status. */
+  async function build(versionId: string, previousInstance: string | null): Promise<void> {
+    if (!(await repo.claimBuild(db, versionId, options.instanceId, previousInstance))) return;
+    const version = await repo.findVersionForBuild(db, versionId);
+    const bundle = version?.bundle_sha256 ? await repo.findBundleData(db, version.bundle_sha256) : undefined;
+    if (!version?.bundle_sha256) return;
+    const bus = options.bus;
+    const log = new RunEventLog(versionId, await repo.lastEventSeq(db, versionId), db, bus, logger);
+    active.set(versionId, { orgId: version.org_id, log });
+    let end: BuildEnd;
+    try {
+      if (!bundle) throw new BuildFailure('reading the bundle', 'reading the bundle failed: it is no longer stored');
+      await buildVersionFiles(
+        config.dataDir,
+        versionId,
+        { data: bundle.data, sha256: version.bundle_sha256, orgId: version.org_id },
+        tools((message, stream) => log.appendFromRunner('build.log', { message, stream })),
+      );
+      end = { status: 'ready', error: null };
+    } catch (error) {
+      const message = error instanceof BuildFailure ? error.message : `building failed: ${(error as Error).message}`;
+      if (!(error instanceof BuildFailure)) logger.error({ err: error, versionId }, 'build failed');
+      end = { status: 'failed', error: message };
+    }
+    const { unstored, nextSeq } = await log.close();
+    if (unstored.length > 0) await insertEvents(db, unstored);
+    if (stopping) {
+      // Stopped with the service: still `building`, taken up again at the next start.
+      active.delete(versionId);
+      return;
+    }
+    const finished = await db.transaction().execute(async (trx) => {
+      const row = await repo.finishBuild(trx, versionId, end.status, end.error);
+      if (row?.promote_to && end.status === 'ready') {
+        await deploymentsRepo.setRunningVersion(trx, row.deployment_id, row.promote_to, versionId);
+      }
+      return row;
+    });
+    active.delete(versionId);
+    if (!finished) {
+      // Deleted while it was building: what the build left goes too.
+      await repo.deleteEvents(db, versionId);
+      await removeVersionFiles(config.dataDir, versionId);
+      return;
+    }
+    bus.publish(versionId, { seq: nextSeq, json: '', end });
+  }
+
+  /** The built files of a version on this instance, built here first (logging to `log`) when missing. */
+  async function builtHere(version: repo.BuildVersionRecord, log: BuildLogger): Promise<BuiltVersion> {
+    const built = await readBuilt(config.dataDir, version.id);
+    if (built) return built;
+    let pending = localBuilds.get(version.id);
+    if (!pending) {
+      pending = (async () => {
+        const bundle = version.bundle_sha256 ? await repo.findBundleData(db, version.bundle_sha256) : undefined;
+        if (!bundle || !version.bundle_sha256) throw new Error('its bundle is no longer stored');
+        log(`building version ${version.id} on this instance before its first run here`, 'stdout');
+        return buildVersionFiles(
+          config.dataDir,
+          version.id,
+          { data: bundle.data, sha256: version.bundle_sha256, orgId: version.org_id },
+          tools(log),
+        );
+      })().finally(() => localBuilds.delete(version.id));
+      localBuilds.set(version.id, pending);
+    }
+    return pending;
+  }
+
+  return {
+    streamSubject: { source: buildStreamSource, feed: buildFeed(options.bus, active) },
+
+    /** Takes a bundle: refused at once when unsafe or unrecognised; else a `building` version, built in the background. */
+    async upload(orgId: string, deploymentId: string, data: Buffer, query: BundleVersionQuery) {
+      if (!(await deploymentsRepo.deploymentExists(db, orgId, deploymentId))) throw notFound('Deployment not found');
+      const project = detectProject(await inspectBundle(data));
+      const sha256 = createHash('sha256').update(data).digest('hex');
+      const row = await db.transaction().execute(async (trx) => {
+        await repo.insertBundle(trx, { sha256, size: data.length, data });
+        const number = await deploymentsRepo.nextVersionNumber(trx, orgId, deploymentId);
+        if (number === undefined) throw notFound('Deployment not found');
+        return deploymentsRepo.insertVersion(trx, {
+          id: newId('ver'),
+          deployment_id: deploymentId,
+          number,
+          command: project.command,
+          cwd: null,
+          env: project.env,
+          timeout_seconds: query.timeout_seconds ?? project.timeoutSeconds,
+          bundle: {
+            runtime: project.runtime,
+            entrypoint: project.entrypoint,
+            sha256,
+            size: data.length,
+            promote_to: query.environment ?? null,
+          },
+        });
+      });
+      enqueue(row.id);
+      return toVersion(row);
+    },
+
+    async bundle(orgId: string, deploymentId: string, versionId: string): Promise<Buffer> {
+      const version = await repo.findVersionForBuild(db, versionId);
+      if (!version || version.org_id !== orgId || version.deployment_id !== deploymentId) throw versionNotFound();
+      const bundle = version.bundle_sha256 ? await repo.findBundleData(db, version.bundle_sha256) : undefined;
+      if (!bundle) throw notFound('This version has no bundle: it is a command version');
+      return bundle.data;
+    },
+
+    /** A version was deleted: its files here go (a build still going on cleans up after itself). */
+    async forget(versionId: string): Promise<void> {
+      if (!active.has(versionId)) await removeVersionFiles(config.dataDir, versionId);
+    },
+
+    /**
+     * What a run of the version starts with (CONTRACTS §8): deployment variables, the version's env
+     * over them, and for a bundle version its built files as cwd with their bin folder first on PATH,
+     * built here first, with the build's output as `log` events of the run, when missing.
+     */
+    async prepareVersion(versionId: string, log: BuildLogger): Promise<VersionLaunch> {
+      const version = await repo.findVersionForLaunch(db, versionId);
+      if (!version) throw new Error('the version no longer exists');
+      const values = variables.open(version.deployment_id, version.variables ?? []);
+      if (version.source === 'command') return { cwd: null, env: { ...values, ...version.env }, readOnly: [] };
+      if (version.status !== 'ready') throw new Error(`version ${versionId} is not ready: ${version.status}`);
+      const built = await builtHere(version, log).catch((error: Error) => {
+        throw new Error(`building the version on this instance failed: ${error.message}`);
+      });
+      const bins = [built.binDir, path.dirname(process.execPath)].filter((dir): dir is string => dir !== null);
+      const env: Record<string, string> = { ...values, ...version.env, PATH: [...bins, runnerPath].join(':') };
+      if (built.importPaths.length > 0) env.PYTHONPATH = built.importPaths.join(':');
+      const readOnly = [path.dirname(built.projectDir), ...(built.environmentDir ? [built.environmentDir] : [])];
+      return { cwd: built.projectDir, env, readOnly };
+    },
+
+    /** Takes up builds an instance left unfinished (this installation's previous life included). */
+    async start(): Promise<void> {
+      for (const orphan of await repo.findOrphanedBuilds(db)) enqueue(orphan.id, orphan.build_instance_id);
+    },
+
+    /** Stops taking builds and ends those going on; they are taken up again at the next start. */
+    async stop(): Promise<void> {
+      stopping = true;
+      queue.length = 0;
+      stopped.abort();
+      await Promise.all([...running]);
+    },
+  };
+}
+
+export type BuildService = ReturnType<typeof createBuildService>;

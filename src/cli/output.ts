@@ -1,0 +1,33 @@
+import type { StreamEvent } from './http.js';
+
+/** Where commands write: stdout for results, stderr for progress and messages. */
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export const processIo: Io = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+};
+
+const compact = (value: unknown) => (value === undefined ? '' : JSON.stringify(value));
+
+/** One event of a run as a line a person reads: `[seq] type  details`. */
+export function humanLine(event: StreamEvent): string {
+  const { type, data } = event.data as { type: string; data?: Record<string, unknown> };
+  const prefix = event.id === null ? '' : `[${event.id}] `;
+  if (type === 'log' && data && typeof data.message === 'string') {
+    return `${prefix}log${data.stream === 'stderr' ? ' (stderr)' : ''}  ${data.message}`;
+  }
+  if (type === 'run.failed') return `${prefix}run.failed  ${String(data?.error ?? '')}`;
+  if (type === 'heartbeat') return `${prefix}heartbeat  ${String((event.data as { status?: string }).status ?? '')}`;
+  return `${prefix}${type}  ${compact(data)}`;
+}
+
+/** The `complete` of a run as a line, and the exit code it means (0 succeeded, 1 otherwise). */
+export function runEnd(complete: StreamEvent): { line: string; exitCode: number } {
+  const { status, error } = complete.data as { status: string; error: string | null };
+  if (status === 'succeeded') return { line: `run succeeded`, exitCode: 0 };
+  return { line: `run ${status}${error ? `: ${error}` : ''}`, exitCode: 1 };
+}
