@@ -15,7 +15,7 @@ export const migrations: Record<string, Migration> = {
   '20261121_0003_runs': runs,
   '20261121_0004_webhooks': webhooks,
   '20261121_0005_threads': threads,
+  '20261123_0006_bundles': bundles,
   '20261123_0007_crons': crons,
   '20261123_0010_table_indexes': tableIndexes,
-  '20261123_0006_bundles': bundles,
 };

@@ -27,6 +27,7 @@ export const buildRoutes: FastifyPluginAsyncZod<{
       sse: { kind: 'manual', heartbeat: false },
       schema: {
         tags,
+        operationId: 'streamBuildEvents',
         summary: 'Follow a version’s build log (Server-Sent Events)',
         description:
           'Each output line is `id: <seq>` and `data: {"type":"build.log","data":{"message","stream"}}`; ends with ' +
@@ -50,7 +51,10 @@ export const buildRoutes: FastifyPluginAsyncZod<{
     {
       schema: {
         tags,
+        operationId: 'downloadBundle',
         summary: 'Download the bundle a version was made from',
+        description:
+          'Admin keys only. The uploaded bytes as they came (`application/gzip`); 404 for a command version.',
         params: versionParams,
         response: { 200: z.any().describe('application/gzip'), ...commonErrors },
       },

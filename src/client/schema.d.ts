@@ -92,107 +92,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List crons, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    deployment_id?: string;
-                    /** @description default 50, at most 1000 (larger values are clamped) */
-                    limit?: number;
-                    offset?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            crons: components["schemas"]["Cron"][];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        /**
+         * List crons, newest first
+         * @description Filtered by `deployment_id` when given; `limit` (default 50, at most 1000) and `offset` page it.
+         */
+        get: operations["listCrons"];
         put?: never;
-        /** Create a cron: a run of the deployment at each time of the schedule */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        deployment_id: string;
-                        /** @default true */
-                        enabled?: boolean;
-                        /**
-                         * @default production
-                         * @enum {string}
-                         */
-                        environment?: "production" | "staging";
-                        /**
-                         * @description the input of every run
-                         * @default {}
-                         */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /**
-                         * @description what a run on a busy thread does (CONTRACTS §10); until strategies land, a busy thread is recorded as last_error
-                         * @default enqueue
-                         * @enum {string}
-                         */
-                        multitask_strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
-                        /** @description cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first */
-                        schedule: string;
-                        /** @description start each run in this thread of the deployment */
-                        thread_id?: string;
-                        /**
-                         * @description IANA time zone the schedule is read in
-                         * @default UTC
-                         */
-                        timezone?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Created */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Cron"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        /**
+         * Create a cron: a run of the deployment at each time of the schedule
+         * @description Admin and member keys. `schedule`: 5 cron fields, or 6 with seconds first, read in `timezone` (IANA, default UTC). Each due time starts exactly one run across all instances.
+         */
+        post: operations["createCron"];
         delete?: never;
         options?: never;
         head?: never;
@@ -206,133 +116,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a cron */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Cron"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        /**
+         * Get a cron
+         * @description With `next_run_at`, the last run (`last_run_at`, `last_run_id`) and `last_error`.
+         */
+        get: operations["getCron"];
         put?: never;
         post?: never;
-        /** Delete a cron; its runs stay, still with its cron_id */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        /**
+         * Delete a cron; its runs stay, still with its cron_id
+         * @description No more runs start from it; runs it started are kept.
+         */
+        delete: operations["deleteCron"];
         options?: never;
         head?: never;
         /**
          * Change a cron (any field but deployment_id)
          * @description A new schedule or timezone, or enabling the cron, counts the next run from now.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description not accepted: a cron stays with its deployment */
-                        deployment_id?: unknown;
-                        enabled?: boolean;
-                        /** @enum {string} */
-                        environment?: "production" | "staging";
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /**
-                         * @description what a run on a busy thread does (CONTRACTS §10); until strategies land, a busy thread is recorded as last_error
-                         * @enum {string}
-                         */
-                        multitask_strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
-                        /** @description cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first */
-                        schedule?: string;
-                        /** @description null: runs outside any thread */
-                        thread_id?: string | null;
-                        /** @description IANA time zone the schedule is read in */
-                        timezone?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Cron"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        patch: operations["updateCron"];
         trace?: never;
     };
     "/v1/deployments": {
@@ -410,80 +212,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the names of the deployment variables */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeploymentVariableNames"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        /**
+         * List the names of the deployment variables
+         * @description Admin keys only. Names only: values are never returned.
+         */
+        get: operations["listVariables"];
         /**
          * Set or remove (null) deployment variables, the crew’s secrets
-         * @description Runners get them, then the version’s env over them. Values are never returned.
+         * @description Admin keys only. Runners get them, then the version’s env over them. Values are never returned.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description NAME → value, or null to remove it */
-                        variables: {
-                            [key: string]: string | null;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeploymentVariableNames"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        put: operations["putVariables"];
         post?: never;
         delete?: never;
         options?: never;
@@ -522,79 +260,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a version, with its build status */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    version_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeploymentVersion"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        /**
+         * Get a version, with its build status
+         * @description Admin keys only. `status` is `building`, `ready` or `failed` (with `build_error`).
+         */
+        get: operations["getVersion"];
         put?: never;
         post?: never;
         /**
          * Delete a version with its runs, bundle, built files and build log
-         * @description Refused (409) while it is an environment’s running version or has a pending or running run.
+         * @description Admin keys only. Refused (409) while it is an environment’s running version or has a pending or running run.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    version_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        delete: operations["deleteVersion"];
         options?: never;
         head?: never;
         patch?: never;
@@ -611,40 +288,7 @@ export interface paths {
          * Follow a version’s build log (Server-Sent Events)
          * @description Each output line is `id: <seq>` and `data: {"type":"build.log","data":{"message","stream"}}`; ends with `{"type":"complete","status":"ready"|"failed","error"}`, at once for a finished build. Resume with `Last-Event-ID`.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description resume after this event id (as the Last-Event-ID header); 0 replays all */
-                    last_event_id?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                    version_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/event-stream": string;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        get: operations["streamBuildEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -660,38 +304,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Download the bundle a version was made from */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    version_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                429: components["responses"]["RateLimited"];
-                500: components["responses"]["Internal"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        /**
+         * Download the bundle a version was made from
+         * @description Admin keys only. The uploaded bytes as they came (`application/gzip`); 404 for a command version.
+         */
+        get: operations["downloadBundle"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2168,6 +1785,221 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listCrons: {
+        parameters: {
+            query?: {
+                deployment_id?: string;
+                /** @description default 50, at most 1000 (larger values are clamped) */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        crons: components["schemas"]["Cron"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createCron: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    deployment_id: string;
+                    /** @default true */
+                    enabled?: boolean;
+                    /**
+                     * @default production
+                     * @enum {string}
+                     */
+                    environment?: "production" | "staging";
+                    /**
+                     * @description the input of every run
+                     * @default {}
+                     */
+                    input?: {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * @description what a run on a busy thread does (CONTRACTS §10); until strategies land, a busy thread is recorded as last_error
+                     * @default enqueue
+                     * @enum {string}
+                     */
+                    multitask_strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
+                    /** @description cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first */
+                    schedule: string;
+                    /** @description start each run in this thread of the deployment */
+                    thread_id?: string;
+                    /**
+                     * @description IANA time zone the schedule is read in
+                     * @default UTC
+                     */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cron"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCron: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cron"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteCron: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateCron: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description not accepted: a cron stays with its deployment */
+                    deployment_id?: unknown;
+                    enabled?: boolean;
+                    /** @enum {string} */
+                    environment?: "production" | "staging";
+                    input?: {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * @description what a run on a busy thread does (CONTRACTS §10); until strategies land, a busy thread is recorded as last_error
+                     * @enum {string}
+                     */
+                    multitask_strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
+                    /** @description cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first */
+                    schedule?: string;
+                    /** @description null: runs outside any thread */
+                    thread_id?: string | null;
+                    /** @description IANA time zone the schedule is read in */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cron"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listDeployments: {
         parameters: {
             query?: {
@@ -2345,6 +2177,75 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listVariables: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentVariableNames"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putVariables: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description NAME → value, or null to remove it */
+                    variables: {
+                        [key: string]: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentVariableNames"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listVersions: {
         parameters: {
             query?: {
@@ -2436,6 +2337,137 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeploymentVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    streamBuildEvents: {
+        parameters: {
+            query?: {
+                /** @description resume after this event id (as the Last-Event-ID header); 0 replays all */
+                last_event_id?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    downloadBundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             400: components["responses"]["BadRequest"];

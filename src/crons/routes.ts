@@ -16,7 +16,11 @@ export const cronRoutes: FastifyPluginAsyncZod<{ crons: CronService }> = async (
     {
       schema: {
         tags,
+        operationId: 'createCron',
         summary: 'Create a cron: a run of the deployment at each time of the schedule',
+        description:
+          'Admin and member keys. `schedule`: 5 cron fields, or 6 with seconds first, read in `timezone` (IANA, default UTC). ' +
+          'Each due time starts exactly one run across all instances.',
         body: createCronBody,
         response: { 201: cronSchema, ...commonErrors },
       },
@@ -29,7 +33,9 @@ export const cronRoutes: FastifyPluginAsyncZod<{ crons: CronService }> = async (
     {
       schema: {
         tags,
+        operationId: 'listCrons',
         summary: 'List crons, newest first',
+        description: 'Filtered by `deployment_id` when given; `limit` (default 50, at most 1000) and `offset` page it.',
         querystring: listCronsQuery,
         response: { 200: z.object({ crons: z.array(cronSchema) }), ...commonErrors },
       },
@@ -40,7 +46,14 @@ export const cronRoutes: FastifyPluginAsyncZod<{ crons: CronService }> = async (
   app.get(
     '/crons/:id',
     {
-      schema: { tags, summary: 'Get a cron', params: cronParams, response: { 200: cronSchema, ...commonErrors } },
+      schema: {
+        tags,
+        operationId: 'getCron',
+        summary: 'Get a cron',
+        description: 'With `next_run_at`, the last run (`last_run_at`, `last_run_id`) and `last_error`.',
+        params: cronParams,
+        response: { 200: cronSchema, ...commonErrors },
+      },
     },
     async (request) => crons.get(principalOf(request).orgId, request.params.id),
   );
@@ -50,6 +63,7 @@ export const cronRoutes: FastifyPluginAsyncZod<{ crons: CronService }> = async (
     {
       schema: {
         tags,
+        operationId: 'updateCron',
         summary: 'Change a cron (any field but deployment_id)',
         description: 'A new schedule or timezone, or enabling the cron, counts the next run from now.',
         params: cronParams,
@@ -65,7 +79,9 @@ export const cronRoutes: FastifyPluginAsyncZod<{ crons: CronService }> = async (
     {
       schema: {
         tags,
+        operationId: 'deleteCron',
         summary: 'Delete a cron; its runs stay, still with its cron_id',
+        description: 'No more runs start from it; runs it started are kept.',
         params: cronParams,
         response: { 200: success, ...commonErrors },
       },

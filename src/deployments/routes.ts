@@ -134,7 +134,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{
     {
       schema: {
         tags,
+        operationId: 'getVersion',
         summary: 'Get a version, with its build status',
+        description: 'Admin keys only. `status` is `building`, `ready` or `failed` (with `build_error`).',
         params: versionParams,
         response: { 200: versionSchema, ...commonErrors },
       },
@@ -150,8 +152,10 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{
     {
       schema: {
         tags,
+        operationId: 'deleteVersion',
         summary: 'Delete a version with its runs, bundle, built files and build log',
-        description: 'Refused (409) while it is an environment’s running version or has a pending or running run.',
+        description:
+          'Admin keys only. Refused (409) while it is an environment’s running version or has a pending or running run.',
         params: versionParams,
         response: { 200: z.object({ success: z.literal(true) }), ...commonErrors, ...conflictError },
       },
@@ -169,8 +173,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{
     {
       schema: {
         tags,
+        operationId: 'putVariables',
         summary: 'Set or remove (null) deployment variables, the crew’s secrets',
-        description: 'Runners get them, then the version’s env over them. Values are never returned.',
+        description: 'Admin keys only. Runners get them, then the version’s env over them. Values are never returned.',
         params: deploymentParams,
         body: putVariablesBody,
         response: { 200: variableNamesSchema, ...commonErrors },
@@ -187,7 +192,9 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{
     {
       schema: {
         tags,
+        operationId: 'listVariables',
         summary: 'List the names of the deployment variables',
+        description: 'Admin keys only. Names only: values are never returned.',
         params: deploymentParams,
         response: { 200: variableNamesSchema, ...commonErrors },
       },
