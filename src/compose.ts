@@ -7,6 +7,7 @@ import { type CronTimings, createCronScheduler } from './crons/scheduler.js';
 import { createCronService } from './crons/service.js';
 import type { DatabaseHandle } from './db/connect.js';
 import { createPgListener } from './db/pg-listener.js';
+import { isDatabaseUnavailable } from './db/sqlstate.js';
 import { createDeploymentService } from './deployments/service.js';
 import { createVariableService } from './deployments/variables.js';
 import { createLocalEventBus } from './events/bus.js';
@@ -200,7 +201,11 @@ export async function composeServices({ config, database, logger, ...options }: 
     metrics,
     executor,
     async start(): Promise<void> {
-      await variables.checkKey();
+      // A database not up yet is not a reason to stay down (routes answer 503); the key is checked at the next start.
+      await variables.checkKey().catch((error: unknown) => {
+        if (!isDatabaseUnavailable(error)) throw error;
+        logger.warn('the database cannot be reached: SECRETS_KEY was not checked against the stored variables');
+      });
       await listener?.start();
       remote?.start();
       await executor.start();

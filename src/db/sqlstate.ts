@@ -15,3 +15,13 @@ export function isDataException(error: unknown): boolean {
 export function refusedAsData(error: unknown): boolean {
   return isDataException(error) || (sqlState(error)?.startsWith('54') ?? false);
 }
+
+const DATABASE_DOWN = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003']);
+
+/** The database cannot be reached (refused, dropped, shutting down): trying later may succeed. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && DATABASE_DOWN.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect/i.test(message);
+}

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import { isDataException } from '../db/sqlstate.js';
+import { isDatabaseUnavailable, isDataException } from '../db/sqlstate.js';
 import { AppError, type ErrorCode } from '../errors.js';
 import { validationMessage } from './validation-message.js';
 
@@ -19,15 +19,6 @@ const FASTIFY_ERRORS: Record<string, { status: number; code: ErrorCode; message?
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'bad_request', message: 'Body is not valid JSON' },
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large', message: 'Request body is too large' },
 };
-
-const DATABASE_DOWN = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003']);
-
-function isDatabaseUnavailable(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && DATABASE_DOWN.has(code)) return true;
-  const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect/i.test(message);
-}
 
 export const MAX_PATH_PARAM_LENGTH = 200;
 
