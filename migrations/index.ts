@@ -4,6 +4,7 @@ import * as tables from './20261121_0002_tables.js';
 import * as runs from './20261121_0003_runs.js';
 import * as webhooks from './20261121_0004_webhooks.js';
 import * as threads from './20261121_0005_threads.js';
+import * as threadInterrupts from './20261123_0008_thread_interrupts.js';
 
 /** Every migration, in order. A landed migration is frozen: changes go into a new file. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '20261121_0003_runs': runs,
   '20261121_0004_webhooks': webhooks,
   '20261121_0005_threads': threads,
+  '20261123_0008_thread_interrupts': threadInterrupts,
 };

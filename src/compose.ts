@@ -23,7 +23,7 @@ import { createRunService } from './runs/service.js';
 import { createRunStreams } from './runs/streams.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
-import { takeThreadForRun, threadRunEndHook, threadValuesLoader } from './threads/run-hooks.js';
+import { takeThreadForRun, threadRunEndHook, threadStateLoader } from './threads/run-hooks.js';
 import { createThreadService } from './threads/service.js';
 import { createIncomingWebhookService } from './webhooks/incoming-service.js';
 import { webhookRunEndHook } from './webhooks/run-end-hook.js';
@@ -122,7 +122,7 @@ export function composeServices({ config, database, logger, ...options }: Servic
     running,
     lease,
     peers,
-    loadThreadValues: threadValuesLoader(db),
+    loadThreadState: threadStateLoader(db),
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,
     dataDir: config.dataDir,

@@ -62,7 +62,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         command: spec.version.command,
         cwd,
         env: runnerEnvironment(spec, options.runnerPath),
-        stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread }),
+        stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread, command: spec.command }),
         confinement: { writable: [cwd], readOnly: [] },
       },
       { killGraceMs: options.killGraceMs, onMessage: (message) => run.onMessage(message) },

@@ -12,7 +12,7 @@ import { createHousekeeping } from './housekeeping.js';
 import type { InstanceLease } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
 import type { Peers } from './peers.js';
-import { createRunQueue, type ThreadValuesLoader } from './run-queue.js';
+import { createRunQueue, type ThreadStateLoader } from './run-queue.js';
 import type { RunningRuns } from './running-runs.js';
 import type { WakeUps } from './wake-ups.js';
 
@@ -24,7 +24,7 @@ export interface ExecutorOptions {
   running: RunningRuns;
   lease: InstanceLease;
   peers: Peers;
-  loadThreadValues: ThreadValuesLoader;
+  loadThreadState: ThreadStateLoader;
   logger: Logger;
   maxConcurrentRuns: number;
   dataDir: string;

@@ -6,13 +6,25 @@ import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent, RunEnd } from '../events/types.js';
 import type { RunObserver } from './observer.js';
 import * as repo from './repository.js';
-import type { AfterCommit, FinishedRun, RunEndHook, RunIdentity, RunStatus, TerminalRunStatus } from './types.js';
+import type {
+  AfterCommit,
+  FinishedRun,
+  RunEndHook,
+  RunIdentity,
+  RunStatus,
+  TerminalRunStatus,
+  ThreadInterrupt,
+} from './types.js';
 
 export interface RunOutcome {
   status: TerminalRunStatus;
   output: Record<string, unknown> | null;
   /** Thread values the runner gave with its result. */
   values?: Record<string, unknown> | undefined;
+  /** The runner's own checkpoint, stored with the thread's. */
+  checkpoint?: unknown;
+  /** Set when the runner stopped at interrupts (run.interrupted). */
+  interrupts?: ThreadInterrupt[] | null;
   error: string | null;
 }
 
@@ -112,6 +124,8 @@ export function createEndRecorder(options: {
       status: outcome.status,
       output,
       values: outcome.status === 'succeeded' ? outcome.values : undefined,
+      checkpoint: outcome.status === 'succeeded' ? outcome.checkpoint : undefined,
+      interrupts: outcome.status === 'succeeded' ? (outcome.interrupts ?? null) : null,
       error_message: error,
       started_at: run.started_at,
       completed_at: run.completed_at ?? new Date(),

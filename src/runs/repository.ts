@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Environment } from '../db/types.js';
-import type { RunStatus } from './types.js';
+import type { RunCommand, RunStatus } from './types.js';
 
 export const runColumns = [
   'runs.id',
@@ -11,6 +11,7 @@ export const runColumns = [
   'runs.thread_id',
   'runs.status',
   'runs.input',
+  'runs.command',
   'runs.output',
   'runs.error_message',
   'runs.instance_id',
@@ -28,15 +29,17 @@ export interface NewRun {
   thread_id: string | null;
   status: 'pending' | 'running';
   input: Record<string, unknown>;
+  command?: RunCommand | null;
   instance_id: string | null;
   created_at: Date;
   started_at: Date | null;
 }
 
 export function insertRun(db: Db, run: NewRun) {
+  const { command, ...rest } = run;
   return db
     .insertInto('runs')
-    .values({ ...run, input: JSON.stringify(run.input) })
+    .values({ ...rest, input: JSON.stringify(run.input), command: command ? JSON.stringify(command) : null })
     .returning(['created_at'])
     .executeTakeFirstOrThrow();
 }
@@ -147,6 +150,7 @@ const plainColumns = [
   'thread_id',
   'status',
   'input',
+  'command',
   'output',
   'error_message',
   'instance_id',

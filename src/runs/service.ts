@@ -17,6 +17,7 @@ import {
   type RunExecutor,
   type RunStatus,
   type ThreadGate,
+  type ThreadState,
 } from './types.js';
 
 export { runNotFound };
@@ -71,7 +72,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
     response: CreatedRun,
     version: Version,
     reserved: boolean,
-    threadValues: Record<string, unknown> | null,
+    threadState: ThreadState | null,
   ): Promise<RunStatus> {
     if (!reserved) {
       executor.enqueued();
@@ -93,7 +94,8 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
         env: version.env,
         timeout_seconds: version.timeout_seconds,
       },
-      thread: threadId ? { thread_id: threadId, values: threadValues } : null,
+      thread: threadId && threadState ? { thread_id: threadId, ...threadState } : null,
+      command: params.command ?? null,
     });
   }
 
@@ -156,6 +158,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
               environment: params.environment,
               input: params.input,
               thread_id: threadId,
+              ...(params.command ? { command: params.command } : {}),
             }),
           }
         : null;
@@ -175,7 +178,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
 
       // The slot is taken only once the thread (if any) is ours, so requests losing a thread race hold none.
       let reserved = false;
-      let outcome: { replay: CreatedRun } | { threadValues: Record<string, unknown> | null };
+      let outcome: { replay: CreatedRun } | { threadState: ThreadState | null };
       try {
         outcome = await db.transaction().execute(async (trx) => {
           if (ref) {
@@ -183,7 +186,13 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
             if (!taken.claimed) return { replay: taken.response };
           }
           const thread = threadId
-            ? await threadGate(trx, { orgId: params.orgId, threadId, deploymentId: params.deploymentId, runId })
+            ? await threadGate(trx, {
+                orgId: params.orgId,
+                threadId,
+                deploymentId: params.deploymentId,
+                runId,
+                command: Boolean(params.command),
+              })
             : null;
           reserved = executor.reserve();
           const now = new Date();
@@ -197,12 +206,13 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
             thread_id: threadId,
             status: response.status,
             input: params.input,
+            command: params.command ?? null,
             instance_id: reserved ? executor.instanceId : null,
             created_at: now,
             started_at: reserved ? now : null,
           });
           if (ref && !reserved) await idempotency.updateResponse(trx, ref, { ...response });
-          return { threadValues: thread?.values ?? null };
+          return { threadState: thread };
         });
       } catch (error) {
         if (reserved) executor.release();
@@ -212,7 +222,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
         if (reserved) executor.release();
         return outcome.replay;
       }
-      const real = await start(params, response, version, reserved, outcome.threadValues);
+      const real = await start(params, response, version, reserved, outcome.threadState);
       if (real !== response.status) {
         response.status = real;
         if (ref) await idempotency.updateResponse(db, ref, { ...response });

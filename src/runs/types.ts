@@ -1,8 +1,15 @@
 import type { Transaction } from 'kysely';
-import type { Environment, RunStatus } from '../db/columns.js';
+import type { Environment, RunCommand, RunStatus, ThreadInterrupt } from '../db/columns.js';
 import type { Database } from '../db/types.js';
 
-export type { RunStatus };
+export type { RunCommand, RunStatus, ThreadInterrupt };
+
+/** A thread as its run's runner receives it on standard input. */
+export interface ThreadState {
+  values: Record<string, unknown> | null;
+  /** The latest checkpoint's runner checkpoint; null when none. */
+  checkpoint: unknown;
+}
 export type TerminalRunStatus = 'succeeded' | 'failed' | 'canceled';
 
 export const isTerminal = (status: RunStatus): status is TerminalRunStatus =>
@@ -19,6 +26,10 @@ export interface FinishedRun {
   output: Record<string, unknown> | null;
   /** Thread values the runner provided with its result, if any. */
   values: Record<string, unknown> | undefined;
+  /** The runner's own checkpoint (undefined when it gave none). */
+  checkpoint?: unknown;
+  /** What the runner stopped at (run.interrupted); absent or null after run.completed or another end. */
+  interrupts?: ThreadInterrupt[] | null;
   error_message: string | null;
   started_at: Date | null;
   completed_at: Date;
@@ -50,15 +61,16 @@ export interface RunEndHook {
  */
 export type ThreadGate = (
   trx: Transaction<Database>,
-  claim: { orgId: string; threadId: string; deploymentId: string; runId: string },
-) => Promise<{ values: Record<string, unknown> | null }>;
+  claim: { orgId: string; threadId: string; deploymentId: string; runId: string; command: boolean },
+) => Promise<ThreadState>;
 
 /** What a runner is started with. */
 export interface LaunchSpec {
   run: { id: string; org_id: string; deployment_id: string; version_id: string; thread_id: string | null };
   input: Record<string, unknown>;
   version: { command: string[]; cwd: string | null; env: Record<string, string>; timeout_seconds: number | null };
-  thread: { thread_id: string; values: Record<string, unknown> | null } | null;
+  thread: ({ thread_id: string } & ThreadState) | null;
+  command: RunCommand | null;
 }
 
 /** The part that runs runs' processes, as the run service sees it (implemented by src/execution/). */
@@ -86,6 +98,8 @@ export interface CreateRunParams {
   environment: Environment;
   input: Record<string, unknown>;
   threadId?: string | null;
+  /** Resumes the interrupted thread (thread runs only). */
+  command?: RunCommand | null;
   /** Scoped per org + idempotencyScope; same key + same body within 24h answers the first response. */
   idempotencyKey?: string | null;
   /** e.g. 'runs', 'thread:<id>', 'incoming:<webhook id>'. */

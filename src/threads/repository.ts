@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { ThreadInterrupt } from '../db/columns.js';
 import type { Db } from '../db/types.js';
 import type { ThreadStatus } from './db-types.js';
 
@@ -10,6 +11,7 @@ const threadColumns = [
   'metadata',
   'values',
   'active_run_id',
+  'interrupts',
   'created_at',
   'updated_at',
 ] as const;
@@ -62,19 +64,36 @@ export function listThreads(
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
 }
 
+/** The runner checkpoint of the thread's latest checkpoint row (null when none, or when a PATCH wrote it). */
+const latestCheckpoint = (threadId: string) =>
+  sql<unknown>`(select c.checkpoint from thread_checkpoints c where c.thread_id = ${threadId}
+    order by c.created_at desc, c.id desc limit 1)`;
+
 /**
- * Takes an idle (or errored) thread for a run. Concurrent takers of one thread queue on its row
- * lock and re-check the condition, so exactly one of them wins.
+ * Takes a thread that is not busy for a run (with `command`, only an interrupted one) and clears its
+ * interrupts. Concurrent takers of one thread queue on its row lock and re-check the condition, so
+ * exactly one of them wins. Returns what the runner starts from.
  */
-export function takeThread(db: Db, orgId: string, id: string, deploymentId: string, runId: string) {
-  return db
+export function takeThread(
+  db: Db,
+  claim: { orgId: string; id: string; deploymentId: string; runId: string; interruptedOnly: boolean },
+) {
+  let query = db
     .updateTable('threads')
-    .set({ status: 'busy', active_run_id: runId, updated_at: sql<Date>`now()` })
-    .where('org_id', '=', orgId)
+    .set({ status: 'busy', active_run_id: claim.runId, interrupts: '[]', updated_at: sql<Date>`now()` })
+    .where('org_id', '=', claim.orgId)
+    .where('id', '=', claim.id)
+    .where('deployment_id', '=', claim.deploymentId);
+  query = claim.interruptedOnly ? query.where('status', '=', 'interrupted') : query.where('status', '<>', 'busy');
+  return query.returning(['values', latestCheckpoint(claim.id).as('checkpoint')]).executeTakeFirst();
+}
+
+/** A thread's values and latest runner checkpoint, read when its queued run starts. */
+export function threadState(db: Db, id: string) {
+  return db
+    .selectFrom('threads')
+    .select(['values', latestCheckpoint(id).as('checkpoint')])
     .where('id', '=', id)
-    .where('deployment_id', '=', deploymentId)
-    .where('status', '<>', 'busy')
-    .returning(['values'])
     .executeTakeFirst();
 }
 
@@ -83,7 +102,11 @@ export function releaseThread(
   db: Db,
   id: string,
   runId: string,
-  change: { status: ThreadStatus; values?: { replace: Record<string, unknown> } | { merge: Record<string, unknown> } },
+  change: {
+    status: ThreadStatus;
+    values?: { replace: Record<string, unknown> } | { merge: Record<string, unknown> };
+    interrupts?: ThreadInterrupt[];
+  },
 ) {
   const values = change.values
     ? 'replace' in change.values
@@ -92,7 +115,13 @@ export function releaseThread(
     : sql<string>`"values"`;
   return db
     .updateTable('threads')
-    .set({ status: change.status, active_run_id: null, values, updated_at: sql<Date>`now()` })
+    .set({
+      status: change.status,
+      active_run_id: null,
+      values,
+      interrupts: JSON.stringify(change.interrupts ?? []),
+      updated_at: sql<Date>`now()`,
+    })
     .where('id', '=', id)
     .where('active_run_id', '=', runId)
     .returning(['id', 'values'])
@@ -139,17 +168,24 @@ export function lockThread(db: Db, orgId: string, id: string) {
     .executeTakeFirst();
 }
 
-export function threadValues(db: Db, id: string) {
-  return db.selectFrom('threads').select('values').where('id', '=', id).executeTakeFirst();
-}
-
 export function insertCheckpoint(
   db: Db,
-  row: { id: string; thread_id: string; run_id: string | null; values: Record<string, unknown> | null },
+  row: {
+    id: string;
+    thread_id: string;
+    run_id: string | null;
+    values: Record<string, unknown> | null;
+    checkpoint?: unknown;
+  },
 ) {
+  const { checkpoint, ...rest } = row;
   return db
     .insertInto('thread_checkpoints')
-    .values({ ...row, values: row.values === null ? null : JSON.stringify(row.values) })
+    .values({
+      ...rest,
+      values: row.values === null ? null : JSON.stringify(row.values),
+      checkpoint: checkpoint === undefined || checkpoint === null ? null : JSON.stringify(checkpoint),
+    })
     .execute();
 }
 

@@ -116,7 +116,8 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
     {
       schema: {
         tags,
-        summary: 'Start a run in an idle thread (409 while it is busy)',
+        summary:
+          'Start a run in a thread that is not busy (409 while it is busy); `command` resumes an interrupted one',
         params: threadParams,
         headers: idempotencyHeaders,
         body: createThreadRunBody.nullish(),

@@ -5,6 +5,7 @@ import { notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { RunService } from '../runs/service.js';
+import type { RunCommand } from '../runs/types.js';
 import type { ThreadStatus } from './db-types.js';
 import * as repo from './repository.js';
 import { threadBusy as busy, threadNotFound } from './run-hooks.js';
@@ -16,6 +17,7 @@ function toThread(row: repo.ThreadRecord) {
     status: row.status,
     metadata: row.metadata,
     values: row.values,
+    interrupts: row.interrupts,
     created_at: toIso(row.created_at),
     updated_at: toIso(row.updated_at),
   };
@@ -119,7 +121,7 @@ export function createThreadService({
     async createRun(
       orgId: string,
       id: string,
-      body: { input: Record<string, unknown>; environment: Environment },
+      body: { input: Record<string, unknown>; environment: Environment; command?: RunCommand | undefined },
       idempotencyKey: string | null,
     ) {
       const thread = await get(orgId, id);
@@ -129,6 +131,7 @@ export function createThreadService({
         environment: body.environment,
         input: body.input,
         threadId: id,
+        command: body.command ?? null,
         idempotencyKey,
         idempotencyScope: `thread:${id}`,
       });
