@@ -23,7 +23,7 @@ import { createRunService } from './runs/service.js';
 import { createRunStreams } from './runs/streams.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
-import { takeThreadForRun, threadRunEndHook, threadStateLoader } from './threads/run-hooks.js';
+import { takeThreadForRun, threadRunEndHook, threadRunStopped, threadStateLoader } from './threads/run-hooks.js';
 import { createThreadService } from './threads/service.js';
 import { createIncomingWebhookService } from './webhooks/incoming-service.js';
 import { webhookRunEndHook } from './webhooks/run-end-hook.js';
@@ -107,12 +107,14 @@ export function composeServices({ config, database, logger, ...options }: Servic
       ? createPgEventFeed({ listener, db, instanceId: () => lease.id, peersAlive: () => peers.alive, logger })
       : null;
   const bus = remote ? composeFeeds(local, remote) : local;
+  const wakeUps = createWakeUps(db, listener, logger);
+  const queuedRunsMayStart = () => wakeUps.runsWaiting();
   const endRecorder = createEndRecorder({
     db,
     bus,
     logger,
     observer,
-    hooks: [threadRunEndHook, webhookRunEndHook(webhooks, deliveryWorker.outbox)],
+    hooks: [threadRunEndHook(queuedRunsMayStart), webhookRunEndHook(webhooks, deliveryWorker.outbox)],
   });
   const executor = createRunExecutor({
     db,
@@ -123,6 +125,7 @@ export function composeServices({ config, database, logger, ...options }: Servic
     lease,
     peers,
     loadThreadState: threadStateLoader(db),
+    threadRunStopped: threadRunStopped(db, queuedRunsMayStart),
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,
     dataDir: config.dataDir,
@@ -130,7 +133,7 @@ export function composeServices({ config, database, logger, ...options }: Servic
     killGraceMs: timings.killGraceMs,
     tickMs: timings.leaseTickMs ?? Math.max(200, (config.instanceLeaseSeconds * 1000) / 3),
     observer,
-    wakeUps: createWakeUps(db, listener, logger),
+    wakeUps,
   });
   const runs = createRunService({
     db,
@@ -140,7 +143,7 @@ export function composeServices({ config, database, logger, ...options }: Servic
     threadGate: takeThreadForRun,
     cache: caches.runs,
   });
-  const threads = createThreadService({ db, runs, caches });
+  const threads = createThreadService({ db, runs, endRecorder, caches });
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
   const streams = createRunStreams({
     db,

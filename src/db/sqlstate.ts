@@ -15,3 +15,8 @@ export function isDataException(error: unknown): boolean {
 export function refusedAsData(error: unknown): boolean {
   return isDataException(error) || (sqlState(error)?.startsWith('54') ?? false);
 }
+
+/** SQLSTATE 40P01: PostgreSQL aborted this transaction to break a deadlock; it may be tried again. */
+export function isDeadlock(error: unknown): boolean {
+  return sqlState(error) === '40P01';
+}

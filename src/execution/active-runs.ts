@@ -26,6 +26,8 @@ export interface ActiveRunsOptions {
   runnerPath: string | undefined;
   /** Between SIGTERM and SIGKILL of a run's process group (CONTRACTS §6: 5 s). */
   killGraceMs: number;
+  /** A thread run's process is gone: its thread's next run, if it waits for that, may start. */
+  threadRunStopped: (runId: string) => Promise<void>;
   observer?: RunObserver | undefined;
 }
 
@@ -51,6 +53,15 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       unstored,
       identity: run.identity,
     });
+  }
+
+  async function threadRunStopped(run: ActiveRun): Promise<void> {
+    try {
+      await options.threadRunStopped(run.id);
+    } catch (error) {
+      // Its thread's next run then starts once this instance's lease lapses.
+      logger.error({ err: error, runId: run.id }, 'could not record that a thread run stopped');
+    }
   }
 
   /** Starts the process in the run's folder; the exit of a run that could not start says why. */
@@ -99,6 +110,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         await run.process?.terminate();
       } finally {
         running.delete(run.id);
+        if (spec.run.thread_id) await threadRunStopped(run);
         if (scratch) await removeScratchFolder(scratch);
         slotFreed();
       }

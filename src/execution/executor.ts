@@ -25,6 +25,8 @@ export interface ExecutorOptions {
   lease: InstanceLease;
   peers: Peers;
   loadThreadState: ThreadStateLoader;
+  /** A thread run's process is gone (src/threads/run-hooks.ts). */
+  threadRunStopped: (runId: string) => Promise<void>;
   logger: Logger;
   maxConcurrentRuns: number;
   dataDir: string;
@@ -57,6 +59,15 @@ export function createRunExecutor(options: ExecutorOptions) {
     owns: activeRuns.owns,
     cancel: activeRuns.cancel,
     canceledElsewhere: (runId) => wakeUps?.send(`stop:${runId}`),
+    stopProcess(runId) {
+      if (!activeRuns.owns(runId)) {
+        wakeUps?.send(`stop:${runId}`);
+        return;
+      }
+      activeRuns.stopEndedElsewhere([runId]).catch((error: unknown) => {
+        logger.error({ err: error, runId }, 'stopping a displaced run failed; retrying on the next tick');
+      });
+    },
   };
 
   return {

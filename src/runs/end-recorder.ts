@@ -121,6 +121,7 @@ export function createEndRecorder(options: {
       deployment_id: run.deployment_id,
       environment: run.environment,
       thread_id: run.thread_id,
+      instance_id: run.instance_id,
       status: outcome.status,
       output,
       values: outcome.status === 'succeeded' ? outcome.values : undefined,
@@ -138,6 +139,13 @@ export function createEndRecorder(options: {
     return { run, end: { status: outcome.status, output, error }, event: stored };
   }
 
+  /** What follows a committed end: the hooks' follow-ups, then the end published to live streams. */
+  function committed(runId: string, ended: EndedRun, afterCommit: readonly AfterCommit[]): void {
+    for (const followUp of afterCommit) followUp();
+    options.observer?.runFinished?.(ended.end.status);
+    bus.publish(runId, liveEnd(ended));
+  }
+
   /**
    * Ends the run if it is still in one of `from`; null when something else ended it first.
    * A failing attempt is retried a few times, since giving up would leave the run unfinished.
@@ -152,9 +160,7 @@ export function createEndRecorder(options: {
             ? await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit))
             : await endWith(db, [], request, afterCommit);
         if (!ended) return null;
-        for (const followUp of afterCommit) followUp();
-        options.observer?.runFinished?.(ended.end.status);
-        bus.publish(request.runId, liveEnd(ended));
+        committed(request.runId, ended, afterCommit);
         return ended;
       } catch (error) {
         if (attempt >= 3 || refusedAsData(error)) throw error;
@@ -209,7 +215,23 @@ export function createEndRecorder(options: {
     }
   }
 
-  return { end, recordOwnEnd, retryUnrecorded };
+  /**
+   * Ends a run inside the caller's transaction (a run another one displaces, the queue of a thread
+   * being deleted); the caller runs `afterCommit` once that transaction has committed. Without
+   * hooks, neither the thread nor webhooks hear of it (a run about to be deleted).
+   */
+  async function endWithin(
+    trx: Transaction<Database>,
+    request: EndRequest,
+    options: { hooks: boolean } = { hooks: true },
+  ): Promise<{ ended: EndedRun | null; afterCommit: () => void }> {
+    const applying = options.hooks ? await hooksFor(request.identity) : [];
+    const followUps: AfterCommit[] = [];
+    const ended = await endWith(trx, applying, request, followUps);
+    return { ended, afterCommit: () => ended && committed(request.runId, ended, followUps) };
+  }
+
+  return { end, endWithin, recordOwnEnd, retryUnrecorded };
 }
 
 export type EndRecorder = ReturnType<typeof createEndRecorder>;

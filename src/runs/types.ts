@@ -22,6 +22,8 @@ export interface FinishedRun {
   deployment_id: string;
   environment: Environment;
   thread_id: string | null;
+  /** The instance that ran its process; null for a run that never started. */
+  instance_id?: string | null;
   status: TerminalRunStatus;
   output: Record<string, unknown> | null;
   /** Thread values the runner provided with its result, if any. */
@@ -55,14 +57,36 @@ export interface RunEndHook {
   inTransaction(trx: Transaction<Database>, run: FinishedRun): Promise<AfterCommit | undefined>;
 }
 
+/** What a new run does when its thread is busy (CONTRACTS §10). */
+export type MultitaskStrategy = 'reject' | 'enqueue' | 'interrupt' | 'rollback';
+
+/** How a new run stands in its thread, decided in its creating transaction. */
+export interface ThreadTurn {
+  /** The run holds the thread (busy with it); otherwise it waits in the thread's queue. */
+  holds: boolean;
+  /** It may start as soon as a slot is free: it holds the thread and no displaced run's process may still be alive. */
+  startable: boolean;
+  /** What its runner starts from, when it starts now. */
+  state: ThreadState;
+  /** The run it displaced (interrupt, rollback), to be canceled in the same transaction. */
+  displaced: { id: string; status: 'pending' | 'running' } | null;
+}
+
 /**
- * How a run in a thread takes its thread, inside the creating transaction: marks the thread busy
- * with this run (or throws 404/409) and returns the values the runner receives.
+ * How a run in a thread takes its thread, inside the creating transaction, by its multitask
+ * strategy: holds it, queues behind its run, or displaces that run; or throws 404/400/409.
  */
 export type ThreadGate = (
   trx: Transaction<Database>,
-  claim: { orgId: string; threadId: string; deploymentId: string; runId: string; command: boolean },
-) => Promise<ThreadState>;
+  claim: {
+    orgId: string;
+    threadId: string;
+    deploymentId: string;
+    runId: string;
+    command: boolean;
+    strategy: MultitaskStrategy;
+  },
+) => Promise<ThreadTurn>;
 
 /** What a runner is started with. */
 export interface LaunchSpec {
@@ -90,6 +114,8 @@ export interface RunExecutor {
   cancel(runId: string): Promise<boolean>;
   /** A run going on another instance was canceled here: its owner stops the process now. */
   canceledElsewhere(runId: string): void;
+  /** A run ended (or deleted) in the database while its process may run, here or elsewhere: the process stops now. */
+  stopProcess(runId: string): void;
 }
 
 export interface CreateRunParams {
@@ -100,6 +126,8 @@ export interface CreateRunParams {
   threadId?: string | null;
   /** Resumes the interrupted thread (thread runs only). */
   command?: RunCommand | null;
+  /** What to do when the thread is busy; default `reject`. */
+  multitaskStrategy?: MultitaskStrategy;
   /** Scoped per org + idempotencyScope; same key + same body within 24h answers the first response. */
   idempotencyKey?: string | null;
   /** e.g. 'runs', 'thread:<id>', 'incoming:<webhook id>'. */

@@ -1,7 +1,7 @@
 import type { Db } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import type { FinishedRun, RunEndHook, ThreadGate, ThreadState } from '../runs/types.js';
+import type { FinishedRun, RunEndHook, ThreadGate, ThreadState, ThreadTurn } from '../runs/types.js';
 import type { ThreadStatus } from './db-types.js';
 import * as repo from './repository.js';
 
@@ -13,22 +13,69 @@ export const notInterrupted = (threadId: string, status: ThreadStatus) =>
     `command: thread ${threadId} is ${status}, not interrupted; send input without command to start a new turn`,
   );
 
+/** Wakes the run queues (this instance's and the others'): a queued run may start now. */
+export type QueueWake = () => void;
+
 /**
- * A run in a thread takes it (anything but busy → busy; with `command`, only interrupted → busy)
- * in the run's creating transaction, and gets what its runner starts from.
+ * Locks a thread and the run it is busy with, the run first: a run's end locks its run row and then
+ * the thread's, and the same order here keeps the two from waiting on each other.
  */
-export const takeThreadForRun: ThreadGate = async (trx, { orgId, threadId, deploymentId, runId, command }) => {
-  const claim = { orgId, id: threadId, deploymentId, runId, interruptedOnly: command };
-  const taken = await repo.takeThread(trx, claim);
-  if (taken) return { values: taken.values, checkpoint: taken.checkpoint ?? null };
-  const thread = await repo.findThread(trx, orgId, threadId);
-  if (!thread) throw threadNotFound();
-  if (thread.deployment_id !== deploymentId) {
+export async function lockThreadAndActiveRun(trx: Db, orgId: string, id: string) {
+  let locked: Awaited<ReturnType<typeof repo.lockRun>> | null = null;
+  for (let attempt = 0; ; attempt++) {
+    const seen = await repo.findThread(trx, orgId, id);
+    if (seen?.active_run_id && seen.active_run_id !== locked?.id) locked = await repo.lockRun(trx, seen.active_run_id);
+    const thread = await repo.lockThread(trx, orgId, id);
+    if (!thread) throw threadNotFound();
+    // Changed hands in between (rare): lock the new run too, in the same order.
+    if (thread.active_run_id && thread.active_run_id !== locked?.id && attempt < 3) continue;
+    const active = thread.active_run_id && locked?.id === thread.active_run_id ? locked : null;
+    return { thread, active };
+  }
+}
+
+/**
+ * A run takes its thread in its creating transaction (CONTRACTS §9, §10). A thread that is not
+ * busy is held at once. A busy one: `reject` answers 409; `enqueue` leaves the run pending in the
+ * thread's queue; `interrupt` and `rollback` hand the thread to the new run, which starts once the
+ * displaced run's process is gone.
+ */
+export const takeThreadForRun: ThreadGate = async (trx, claim) => {
+  const { orgId, threadId, runId, strategy } = claim;
+  const { thread, active } = await lockThreadAndActiveRun(trx, orgId, threadId);
+  if (thread.deployment_id !== claim.deploymentId) {
     throw badRequest(`thread_id: thread ${threadId} belongs to deployment ${thread.deployment_id}`);
   }
-  if (command && thread.status !== 'interrupted') throw notInterrupted(threadId, thread.status);
-  throw threadBusy(threadId, thread.active_run_id);
+  if (claim.command && thread.status !== 'interrupted') throw notInterrupted(threadId, thread.status);
+  if (thread.status !== 'busy') {
+    const state = await repo.holdThread(trx, threadId, runId);
+    return turn(state, !(await repo.stoppingProcessAlive(trx, thread)), null);
+  }
+  if (strategy === 'reject') throw threadBusy(threadId, thread.active_run_id);
+  const queued: ThreadTurn = {
+    holds: false,
+    startable: false,
+    state: { values: null, checkpoint: null },
+    displaced: null,
+  };
+  if (strategy === 'enqueue' || !active || (active.status !== 'pending' && active.status !== 'running')) return queued;
+
+  // interrupt / rollback: the new run holds the thread now; a running run's process must go first.
+  const displaced = { id: active.id, status: active.status };
+  const stopping = active.status === 'running' ? { runId: active.id, instanceId: active.instance_id } : undefined;
+  const state = await repo.holdThread(trx, threadId, runId, stopping);
+  if (strategy === 'rollback') await repo.deleteCheckpointsOfRun(trx, threadId, active.id);
+  const startable = !stopping && !(await repo.stoppingProcessAlive(trx, thread));
+  return turn(state, startable, displaced);
 };
+
+function turn(
+  state: { values: Record<string, unknown> | null; checkpoint: unknown },
+  startable: boolean,
+  displaced: ThreadTurn['displaced'],
+): ThreadTurn {
+  return { holds: true, startable, state: { values: state.values, checkpoint: state.checkpoint ?? null }, displaced };
+}
 
 /** The thread's status after its run: CONTRACTS §6 and, for run.interrupted, §9. */
 function statusAfter(run: FinishedRun): ThreadStatus {
@@ -42,36 +89,61 @@ function valuesAfter(run: FinishedRun) {
   return run.interrupts ? undefined : { merge: run.output ?? {} };
 }
 
-/**
- * The run gives its thread back in its ending transaction: `idle`, `interrupted` or `error`, with
- * new values, its interrupts and a checkpoint (with the runner's own) on success.
- */
-export const threadRunEndHook: RunEndHook = {
-  applies: (run) => run.threadId !== null,
-  async inTransaction(trx, run) {
-    if (!run.thread_id) return;
-    const status = statusAfter(run);
-    if (run.status !== 'succeeded') {
-      await repo.releaseThread(trx, run.thread_id, run.id, { status });
-      return;
-    }
-    const values = valuesAfter(run);
-    const interrupts = run.interrupts ?? [];
-    const released = await repo.releaseThread(trx, run.thread_id, run.id, {
-      status,
-      interrupts,
-      ...(values ? { values } : {}),
+/** Gives the thread back at the end of the run holding it: new state, a checkpoint on success. */
+async function release(trx: Db, threadId: string, run: FinishedRun): Promise<void> {
+  const status = statusAfter(run);
+  if (run.status !== 'succeeded') {
+    await repo.releaseThread(trx, threadId, run.id, { status });
+    return;
+  }
+  const values = valuesAfter(run);
+  const released = await repo.releaseThread(trx, threadId, run.id, {
+    status,
+    interrupts: run.interrupts ?? [],
+    ...(values ? { values } : {}),
+  });
+  if (released) {
+    await repo.insertCheckpoint(trx, {
+      id: newId('chk'),
+      thread_id: released.id,
+      run_id: run.id,
+      values: released.values,
+      checkpoint: run.checkpoint,
     });
-    if (released) {
-      await repo.insertCheckpoint(trx, {
-        id: newId('chk'),
-        thread_id: released.id,
-        run_id: run.id,
-        values: released.values,
-        checkpoint: run.checkpoint,
-      });
-    }
-  },
+  }
+}
+
+/**
+ * The run holding its thread gives it back in its ending transaction: `idle`, `interrupted` or
+ * `error`, with new values, its interrupts and a checkpoint on success; then the thread's oldest
+ * queued run takes it. A canceled run's process may outlive its end by the kill grace, so the
+ * next run waits for its owner to see it gone. Runs that do not hold their thread (queued, displaced)
+ * change nothing.
+ */
+export function threadRunEndHook(wake: QueueWake): RunEndHook {
+  return {
+    applies: (run) => run.threadId !== null,
+    async inTransaction(trx, run) {
+      if (!run.thread_id) return;
+      if (!(await repo.lockThreadHeldBy(trx, run.thread_id, run.id))) return;
+      await release(trx, run.thread_id, run);
+      // A new statement, after the lock: a run queued by a request that locked the thread first is seen.
+      const next = await repo.nextQueuedRun(trx, run.thread_id);
+      if (!next) return;
+      const stillRunning = run.status === 'canceled' && run.instance_id;
+      const stopping = stillRunning ? { runId: run.id, instanceId: run.instance_id ?? null } : undefined;
+      await repo.holdThread(trx, run.thread_id, next.id, stopping);
+      return wake;
+    },
+  };
+}
+
+/**
+ * A thread run's process is gone (its owner saw it stop): a run of its thread waiting for that
+ * may start now.
+ */
+export const threadRunStopped = (db: Db, wake: QueueWake) => async (runId: string) => {
+  if (await repo.clearStoppingRun(db, runId)) wake();
 };
 
 /** A queued run's thread values and latest checkpoint, read when it starts. */

@@ -72,6 +72,12 @@ export const createThreadRunBody = z.strictObject({
     .describe(
       'resumes an interrupted thread; given to the runner on standard input (400 unless the thread is interrupted)',
     ),
+  multitask_strategy: z
+    .enum(['reject', 'enqueue', 'interrupt', 'rollback'])
+    .default('reject')
+    .describe(
+      'when the thread is busy: `reject` answers 409; `enqueue` queues the run (202, `pending`) to start after the runs before it; `interrupt` cancels the current run and starts this one once its process stopped; `rollback` does the same and deletes the current run, with its events and checkpoint',
+    ),
 });
 
 export const createdThreadRunSchema = z
