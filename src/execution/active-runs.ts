@@ -55,12 +55,17 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     });
   }
 
-  async function threadRunStopped(run: ActiveRun): Promise<void> {
+  /** Thread runs whose stop could not be recorded (the database was away): tried again on each tick. */
+  const unrecordedStops = new Set<string>();
+
+  async function threadRunStopped(runId: string): Promise<void> {
     try {
-      await options.threadRunStopped(run.id);
+      await options.threadRunStopped(runId);
+      unrecordedStops.delete(runId);
     } catch (error) {
-      // Its thread's next run then starts once this instance's lease lapses.
-      logger.error({ err: error, runId: run.id }, 'could not record that a thread run stopped');
+      // Until it is recorded, the thread's next run waits.
+      unrecordedStops.add(runId);
+      logger.error({ err: error, runId }, 'could not record that a thread run stopped; retrying on the next tick');
     }
   }
 
@@ -110,7 +115,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         await run.process?.terminate();
       } finally {
         running.delete(run.id);
-        if (spec.run.thread_id) await threadRunStopped(run);
+        if (spec.run.thread_id) await threadRunStopped(run.id);
         if (scratch) await removeScratchFolder(scratch);
         slotFreed();
       }
@@ -151,6 +156,11 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         await run.log.close();
         void run.process?.terminate();
       }
+    },
+
+    /** Records the stops of thread runs the database could not take when their processes ended. */
+    async retryThreadRunStops(): Promise<void> {
+      for (const runId of [...unrecordedStops]) await threadRunStopped(runId);
     },
 
     /** Shutdown: runs still going fail as lost and their process groups stop, so no runner outlives the service. */
