@@ -106,6 +106,7 @@ export function createEndRecorder(options: {
     const output = outcome.status === 'succeeded' ? (outcome.output ?? {}) : null;
     const error = outcome.status === 'failed' ? (outcome.error ?? 'Run failed') : null;
     const event = finalEvent(outcome);
+    for (const hook of applying) await hook.beforeEnd?.(executor as Transaction<Database>, request.runId);
     const run = await repo.endRunWithEvent(
       executor,
       request.runId,

@@ -129,8 +129,8 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
   }
 
   /**
-   * A thread run's transaction, tried again when PostgreSQL broke a deadlock by aborting it (a run
-   * taking a thread while the thread's run ends, in rare orders); other transactions run once.
+   * A thread run's transaction, tried again should PostgreSQL break a deadlock by aborting it (locks
+   * are taken thread first, then runs, so this is insurance); other transactions run once.
    */
   async function transactionRetried<T>(thread: boolean, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {

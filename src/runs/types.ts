@@ -53,6 +53,8 @@ export interface RunIdentity {
 export interface RunEndHook {
   /** Whether the hook has work for a run like this; without it the hook applies to every run. */
   applies?(run: RunIdentity): boolean | Promise<boolean>;
+  /** Runs first in the ending transaction, before the run's row is touched (to take locks in a fixed order). */
+  beforeEnd?(trx: Transaction<Database>, runId: string): Promise<void>;
   /** Runs inside the one transaction that ends the run; what it returns runs after the commit. */
   inTransaction(trx: Transaction<Database>, run: FinishedRun): Promise<AfterCommit | undefined>;
 }

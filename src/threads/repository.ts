@@ -114,6 +114,16 @@ export async function clearStoppingRun(db: Db, runId: string): Promise<boolean> 
   return cleared !== undefined;
 }
 
+/** Locks the thread of a run (if it has one) before the run's end touches the run's row: threads, then runs. */
+export async function lockThreadOfRun(db: Db, runId: string): Promise<void> {
+  await db
+    .selectFrom('threads')
+    .select('id')
+    .where('id', '=', (eb) => eb.selectFrom('runs').select('thread_id').where('runs.id', '=', runId))
+    .forUpdate()
+    .execute();
+}
+
 /** Locks a run of a thread, read after the lock (so its status is the latest committed). */
 export function lockRun(db: Db, runId: string) {
   return db

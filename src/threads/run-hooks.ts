@@ -17,21 +17,19 @@ export const notInterrupted = (threadId: string, status: ThreadStatus) =>
 export type QueueWake = () => void;
 
 /**
- * Locks a thread and the run it is busy with, the run first: a run's end locks its run row and then
- * the thread's, and the same order here keeps the two from waiting on each other.
+ * Locks a thread, then the run it is busy with (read after the lock, so its status is current). A
+ * run's end locks its thread first too (the hook's `beforeEnd`), so the two never wait on each other.
  */
 export async function lockThreadAndActiveRun(trx: Db, orgId: string, id: string) {
-  let locked: Awaited<ReturnType<typeof repo.lockRun>> | null = null;
-  for (let attempt = 0; ; attempt++) {
-    const seen = await repo.findThread(trx, orgId, id);
-    if (seen?.active_run_id && seen.active_run_id !== locked?.id) locked = await repo.lockRun(trx, seen.active_run_id);
-    const thread = await repo.lockThread(trx, orgId, id);
-    if (!thread) throw threadNotFound();
-    // Changed hands in between (rare): lock the new run too, in the same order.
-    if (thread.active_run_id && thread.active_run_id !== locked?.id && attempt < 3) continue;
-    const active = thread.active_run_id && locked?.id === thread.active_run_id ? locked : null;
-    return { thread, active };
-  }
+  const thread = await lockThread(trx, orgId, id);
+  const active = thread.active_run_id ? ((await repo.lockRun(trx, thread.active_run_id)) ?? null) : null;
+  return { thread, active };
+}
+
+async function lockThread(trx: Db, orgId: string, id: string) {
+  const thread = await repo.lockThread(trx, orgId, id);
+  if (!thread) throw threadNotFound();
+  return thread;
 }
 
 /**
@@ -42,7 +40,11 @@ export async function lockThreadAndActiveRun(trx: Db, orgId: string, id: string)
  */
 export const takeThreadForRun: ThreadGate = async (trx, claim) => {
   const { orgId, threadId, runId, strategy } = claim;
-  const { thread, active } = await lockThreadAndActiveRun(trx, orgId, threadId);
+  // Only a run that displaces the thread's run needs that run locked too.
+  const displaces = strategy === 'interrupt' || strategy === 'rollback';
+  const { thread, active } = displaces
+    ? await lockThreadAndActiveRun(trx, orgId, threadId)
+    : { thread: await lockThread(trx, orgId, threadId), active: null };
   if (thread.deployment_id !== claim.deploymentId) {
     throw badRequest(`thread_id: thread ${threadId} belongs to deployment ${thread.deployment_id}`);
   }
@@ -123,6 +125,7 @@ async function release(trx: Db, threadId: string, run: FinishedRun): Promise<voi
 export function threadRunEndHook(wake: QueueWake): RunEndHook {
   return {
     applies: (run) => run.threadId !== null,
+    beforeEnd: (trx, runId) => repo.lockThreadOfRun(trx, runId),
     async inTransaction(trx, run) {
       if (!run.thread_id) return;
       if (!(await repo.lockThreadHeldBy(trx, run.thread_id, run.id))) return;

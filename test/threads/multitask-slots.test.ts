@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunContext, crew, deploy, type RunContext, waitForRun } from '../runs/helpers.js';
+import { createRunContext, crew, deploy, type RunContext, until, waitForRun } from '../runs/helpers.js';
 import { lockFolder, threadRun } from './multitask-helpers.js';
 
 describe('threads: queued runs while every slot is taken', () => {
@@ -42,5 +44,7 @@ describe('threads: queued runs while every slot is taken', () => {
     expect(refused.statusCode).toBe(409);
     expect(refused.json().error.message).toBe(`Thread ${busy} is busy with run ${running.json.run_id}`);
     await ctx.call('POST', `/v1/runs/${running.json.run_id}/cancel`);
+    // Its runner lets go of the lock as it exits.
+    await until(async () => !existsSync(path.join(locks.dir, `${busy}.lock`)));
   });
 });
