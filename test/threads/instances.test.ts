@@ -123,4 +123,25 @@ describe.runIf(usingPostgres())('threads across instances on one PostgreSQL', ()
       values: { seen: ['new'] },
     });
   });
+
+  it('rollback through another instance: the run on the first is deleted, its process stopped, then the new run goes', async () => {
+    const id = await exclusiveThread();
+    const current = await (
+      await a.call('POST', `/v1/threads/${id}/runs`, { input: { lock_dir: locks.dir, n: 'doomed', ms: 60_000 } })
+    ).json();
+    await until(async () => startOrder(locks.dir, id).length === 1);
+    const next = await b.call('POST', `/v1/threads/${id}/runs`, {
+      input: { lock_dir: locks.dir, n: 'instead' },
+      multitask_strategy: 'rollback',
+    });
+    expect(next.status).toBe(202);
+    const nextId = (await next.json()).run_id as string;
+    expect((await a.call('GET', `/v1/runs/${current.run_id}`)).status).toBe(404);
+    expect(await finished(a, nextId)).toMatchObject({ status: 'succeeded', error_message: null });
+    expect(startOrder(locks.dir, id)).toEqual([current.run_id, nextId]);
+    expect(await (await b.call('GET', `/v1/threads/${id}`)).json()).toMatchObject({
+      status: 'idle',
+      values: { seen: ['instead'] },
+    });
+  });
 });
