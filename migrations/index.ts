@@ -6,6 +6,7 @@ import * as webhooks from './20261121_0004_webhooks.js';
 import * as threads from './20261121_0005_threads.js';
 import * as bundles from './20261123_0006_bundles.js';
 import * as crons from './20261123_0007_crons.js';
+import * as threadInterrupts from './20261123_0008_thread_interrupts.js';
 import * as tableIndexes from './20261123_0010_table_indexes.js';
 
 /** Every migration, in order. A landed migration is frozen: changes go into a new file. */
@@ -17,5 +18,6 @@ export const migrations: Record<string, Migration> = {
   '20261121_0005_threads': threads,
   '20261123_0006_bundles': bundles,
   '20261123_0007_crons': crons,
+  '20261123_0008_thread_interrupts': threadInterrupts,
   '20261123_0010_table_indexes': tableIndexes,
 };

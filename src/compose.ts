@@ -30,7 +30,7 @@ import { createRunStreams } from './runs/streams.js';
 import { createSandbox, type Sandbox } from './sandbox/index.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
-import { takeThreadForRun, threadRunEndHook, threadValuesLoader } from './threads/run-hooks.js';
+import { takeThreadForRun, threadRunEndHook, threadRunStopped, threadStateLoader } from './threads/run-hooks.js';
 import { createThreadService } from './threads/service.js';
 import { createIncomingWebhookService } from './webhooks/incoming-service.js';
 import { webhookRunEndHook } from './webhooks/run-end-hook.js';
@@ -133,12 +133,14 @@ export async function composeServices({ config, database, logger, ...options }: 
   const bus = remote ? composeFeeds(local, remote) : local;
   const variables = createVariableService(db, config.secretsKey);
   const builds = createBuildService({ db, logger, config, variables, bus, instanceId: lease.id });
+  const wakeUps = createWakeUps(db, listener, logger);
+  const queuedRunsMayStart = () => wakeUps.runsWaiting();
   const endRecorder = createEndRecorder({
     db,
     bus,
     logger,
     observer,
-    hooks: [threadRunEndHook, webhookRunEndHook(webhooks, deliveryWorker.outbox)],
+    hooks: [threadRunEndHook(queuedRunsMayStart), webhookRunEndHook(webhooks, deliveryWorker.outbox)],
   });
   const executor = createRunExecutor({
     db,
@@ -148,7 +150,8 @@ export async function composeServices({ config, database, logger, ...options }: 
     running,
     lease,
     peers,
-    loadThreadValues: threadValuesLoader(db),
+    loadThreadState: threadStateLoader(db),
+    threadRunStopped: threadRunStopped(db, queuedRunsMayStart),
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,
     dataDir: config.dataDir,
@@ -156,7 +159,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     killGraceMs: timings.killGraceMs,
     tickMs: timings.leaseTickMs ?? Math.max(200, (config.instanceLeaseSeconds * 1000) / 3),
     observer,
-    wakeUps: createWakeUps(db, listener, logger),
+    wakeUps,
     prepareVersion: builds.prepareVersion,
   });
   const runs = createRunService({
@@ -167,7 +170,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     threadGate: takeThreadForRun,
     cache: caches.runs,
   });
-  const threads = createThreadService({ db, runs, caches });
+  const threads = createThreadService({ db, runs, endRecorder, caches });
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
   const cronScheduler = createCronScheduler({ db, runs, logger, listener, timings: options.cronTimings });
   const crons = createCronService(db, { changed: cronScheduler.changed });

@@ -683,8 +683,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Start a run in an idle thread (409 while it is busy)
-         * @description Answers 202 once the runner process has started; the run sees the thread’s values on standard input.
+         * Start a run in a thread that is not busy (409 while it is busy); `command` resumes an interrupted one
+         * @description Answers 202 once the runner process has started (or the run is queued); the run sees the thread’s values, its last checkpoint and the `command` on standard input. `multitask_strategy` says what to do when the thread is busy.
          */
         post: operations["createThreadRun"];
         delete?: never;
@@ -1302,6 +1302,22 @@ export interface components {
             thread_id: string | null;
             version_id: string;
         };
+        RunCommand: {
+            /** @description the value the interrupt resumes with (LangGraph `Command(resume=…)`) */
+            resume?: unknown;
+            /** @description changes to the state before resuming (LangGraph `Command(update=…)`) */
+            update?: {
+                [key: string]: unknown;
+            };
+        };
+        RunCommandInput: {
+            /** @description the value the interrupt resumes with (LangGraph `Command(resume=…)`) */
+            resume?: unknown;
+            /** @description changes to the state before resuming (LangGraph `Command(update=…)`) */
+            update?: {
+                [key: string]: unknown;
+            };
+        };
         RunInput: {
             completed_at: string | null;
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
@@ -1353,6 +1369,8 @@ export interface components {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
             deployment_id: string;
+            /** @description what the last run stopped at when the thread is `interrupted` (run.interrupted); [] otherwise */
+            interrupts: components["schemas"]["ThreadInterrupt"][];
             metadata: {
                 [key: string]: unknown;
             };
@@ -1392,6 +1410,8 @@ export interface components {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
             deployment_id: string;
+            /** @description what the last run stopped at when the thread is `interrupted` (run.interrupted); [] otherwise */
+            interrupts: components["schemas"]["ThreadInterruptInput"][];
             metadata: {
                 [key: string]: unknown;
             };
@@ -1404,6 +1424,14 @@ export interface components {
             values: {
                 [key: string]: unknown;
             } | null;
+        };
+        ThreadInterrupt: {
+            id?: string;
+            value: unknown;
+        };
+        ThreadInterruptInput: {
+            id?: string;
+            value: unknown;
         };
         Webhook: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
@@ -3625,6 +3653,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    command?: components["schemas"]["RunCommandInput"];
                     /**
                      * @default production
                      * @enum {string}
@@ -3634,6 +3663,12 @@ export interface operations {
                     input?: {
                         [key: string]: unknown;
                     };
+                    /**
+                     * @description when the thread is busy: `reject` answers 409; `enqueue` queues the run (202, `pending`) to start after the runs before it; `interrupt` cancels the current run and starts this one once its process stopped; `rollback` does the same and deletes the current run, with its events and checkpoint
+                     * @default reject
+                     * @enum {string}
+                     */
+                    multitask_strategy?: "reject" | "enqueue" | "interrupt" | "rollback";
                 } | null;
             };
         };

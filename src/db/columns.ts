@@ -12,3 +12,15 @@ export type NullableJson<T> = ColumnType<T | null, string | null | undefined, st
 export type Role = 'admin' | 'member';
 export type Environment = 'production' | 'staging';
 export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'canceled';
+
+/** One interrupt a runner stopped at (CONTRACTS §9). */
+export interface ThreadInterrupt {
+  id?: string;
+  value: unknown;
+}
+
+/** `command` of a thread run: how it resumes an interrupted thread (CONTRACTS §9). */
+export interface RunCommand {
+  resume?: unknown;
+  update?: Record<string, unknown>;
+}

@@ -25,3 +25,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const message = error instanceof Error ? error.message : '';
   return /Connection terminated|timeout exceeded when trying to connect/i.test(message);
 }
+
+/** SQLSTATE 40P01: PostgreSQL aborted this transaction to break a deadlock; it may be tried again. */
+export function isDeadlock(error: unknown): boolean {
+  return sqlState(error) === '40P01';
+}

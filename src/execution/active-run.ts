@@ -2,11 +2,11 @@ import type { RunOutcome } from '../runs/end-recorder.js';
 import type { LaunchSpec, RunIdentity } from '../runs/types.js';
 import type { RunEventLog } from './event-log.js';
 import type { ProcessExit, RunnerProcess } from './process-runner.js';
-import type { RunnerMessage } from './protocol.js';
+import type { RunnerMessage, RunnerResult } from './protocol.js';
 
 /** What the runner said of its end, first word wins: its result, its failure, or a result crewd refused. */
 type RunnerReport =
-  | { kind: 'result'; output: Record<string, unknown>; values: Record<string, unknown> | undefined }
+  | ({ kind: 'result' } & RunnerResult)
   | { kind: 'failure'; error: string }
   | { kind: 'bad_result'; error: string };
 
@@ -47,10 +47,9 @@ export class ActiveRun {
       return;
     }
     if (this.report) return;
-    this.report =
-      message.kind === 'result'
-        ? { kind: 'result', output: message.output, values: message.values }
-        : { kind: message.kind, error: message.error };
+    this.report = message;
+    // run.interrupted is relayed as it is, before the final run.completed.
+    if (message.kind === 'result' && message.event) this.log.appendFromRunner('run.interrupted', message.event);
     // A runner that reported its end gets the kill grace to exit; then it is stopped.
     this.after(this.killGraceMs, () => {
       this.reapedAfterResult = true;
@@ -76,7 +75,8 @@ export class ActiveRun {
     const report = this.report;
     if (report && report.kind !== 'result') return failed(report.error);
     if (report && (exit.code === 0 || this.reapedAfterResult || exit.statusLost)) {
-      return { status: 'succeeded', output: report.output, values: report.values, error: null };
+      const { output, values, checkpoint, interrupts } = report;
+      return { status: 'succeeded', output, values, checkpoint, interrupts, error: null };
     }
     const stderr = this.process?.lastStderrLine();
     const detail = stderr ? `: ${stderr}` : '';

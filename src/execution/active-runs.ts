@@ -45,6 +45,8 @@ export interface ActiveRunsOptions {
   runnerPath: string | undefined;
   /** Between SIGTERM and SIGKILL of a run's process group (CONTRACTS §6: 5 s). */
   killGraceMs: number;
+  /** A thread run's process is gone: its thread's next run, if it waits for that, may start. */
+  threadRunStopped: (runId: string) => Promise<void>;
   observer?: RunObserver | undefined;
   /** Without it a version runs as stored (tests of the run path alone). */
   prepareVersion?: VersionPreparer | undefined;
@@ -96,6 +98,20 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     return 'error' in folder ? folder : { spec, cwd: folder.cwd, scratch: folder.scratch, readOnly };
   }
 
+  /** Thread runs whose stop could not be recorded (the database was away): tried again on each tick. */
+  const unrecordedStops = new Set<string>();
+
+  async function threadRunStopped(runId: string): Promise<void> {
+    try {
+      await options.threadRunStopped(runId);
+      unrecordedStops.delete(runId);
+    } catch (error) {
+      // Until it is recorded, the thread's next run waits.
+      unrecordedStops.add(runId);
+      logger.error({ err: error, runId }, 'could not record that a thread run stopped; retrying on the next tick');
+    }
+  }
+
   /** Starts the process in the run's folder; the exit of a run that could not start says why. */
   async function startProcess(run: ActiveRun, place: RunPlace): Promise<{ exited: Promise<ProcessExit> }> {
     const { spec, cwd } = place;
@@ -108,7 +124,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         command: spec.version.command,
         cwd,
         env,
-        stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread }),
+        stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread, command: spec.command }),
         // Only a scratch folder is writable: a version's own cwd may lie anywhere, DATA_DIR included.
         confinement: { writable: place.scratch ? [cwd] : [], readOnly: place.readOnly },
       },
@@ -146,6 +162,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         await run.process?.terminate();
       } finally {
         running.delete(run.id);
+        if (spec.run.thread_id) await threadRunStopped(run.id);
         if (scratch) await removeScratchFolder(scratch);
         slotFreed();
       }
@@ -186,6 +203,11 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         await run.log.close();
         void run.process?.terminate();
       }
+    },
+
+    /** Records the stops of thread runs the database could not take when their processes ended. */
+    async retryThreadRunStops(): Promise<void> {
+      for (const runId of [...unrecordedStops]) await threadRunStopped(runId);
     },
 
     /** Shutdown: runs still going fail as lost and their process groups stop, so no runner outlives the service. */

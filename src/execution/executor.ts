@@ -12,7 +12,7 @@ import { createHousekeeping } from './housekeeping.js';
 import type { InstanceLease } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
 import type { Peers } from './peers.js';
-import { createRunQueue, type ThreadValuesLoader } from './run-queue.js';
+import { createRunQueue, type ThreadStateLoader } from './run-queue.js';
 import type { RunningRuns } from './running-runs.js';
 import type { WakeUps } from './wake-ups.js';
 
@@ -24,7 +24,9 @@ export interface ExecutorOptions {
   running: RunningRuns;
   lease: InstanceLease;
   peers: Peers;
-  loadThreadValues: ThreadValuesLoader;
+  loadThreadState: ThreadStateLoader;
+  /** A thread run's process is gone (src/threads/run-hooks.ts). */
+  threadRunStopped: (runId: string) => Promise<void>;
   logger: Logger;
   maxConcurrentRuns: number;
   dataDir: string;
@@ -58,6 +60,15 @@ export function createRunExecutor(options: ExecutorOptions) {
     owns: activeRuns.owns,
     cancel: activeRuns.cancel,
     canceledElsewhere: (runId) => wakeUps?.send(`stop:${runId}`),
+    stopProcess(runId) {
+      if (!activeRuns.owns(runId)) {
+        wakeUps?.send(`stop:${runId}`);
+        return;
+      }
+      activeRuns.stopEndedElsewhere([runId]).catch((error: unknown) => {
+        logger.error({ err: error, runId }, 'stopping a displaced run failed; retrying on the next tick');
+      });
+    },
   };
 
   return {

@@ -60,6 +60,7 @@ export function createHousekeeping(options: {
       peers.seen(await lease.heartbeat());
       await failLostRuns();
       await activeRuns.stopEndedElsewhere();
+      await activeRuns.retryThreadRunStops();
       // Runs other instances left pending start here when a slot is free.
       queue.pump();
       await deleteExpired(db);

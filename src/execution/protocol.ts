@@ -5,15 +5,34 @@ import type { LongLine } from './line-splitter.js';
 /** What one line of a runner's standard output means (CONTRACTS §6). */
 export type RunnerMessage =
   | { kind: 'event'; type: string; data: Record<string, unknown> }
-  | { kind: 'result'; output: Record<string, unknown>; values: Record<string, unknown> | undefined }
+  | ({ kind: 'result' } & RunnerResult)
   | { kind: 'failure'; error: string }
   /** A result the service cannot accept; the run fails with this error. */
   | { kind: 'bad_result'; error: string };
 
+/**
+ * A runner's result: `run.completed`, or `run.interrupted` (then `interrupts` is set, and the line
+ * itself is relayed as an event). `checkpoint` is the runner's own state, opaque to crewd.
+ */
+export interface RunnerResult {
+  output: Record<string, unknown>;
+  values: Record<string, unknown> | undefined;
+  checkpoint: unknown;
+  interrupts: RunnerInterrupt[] | null;
+  /** The `run.interrupted` line's data, relayed as it is. */
+  event?: Record<string, unknown>;
+}
+
+export interface RunnerInterrupt {
+  id?: string;
+  value: unknown;
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const RESULT_PREFIX = /^\s*\{\s*"type"\s*:\s*"run\.completed"/;
+const RESULT_PREFIX = /^\s*\{\s*"type"\s*:\s*"run\.(completed|interrupted)"/;
+const isResultType = (type: string) => type === 'run.completed' || type === 'run.interrupted';
 
 /** PostgreSQL's text and jsonb cannot hold U+0000; it becomes U+FFFD, the replacement character. */
 export function withoutNul(text: string): string {
@@ -63,26 +82,50 @@ export function parseStdoutLine(raw: string): RunnerMessage | null {
   }
   // Only a line of 2 × MAX_JSON_DEPTH characters or more can nest that deep.
   if (line.length > 2 * MAX_JSON_DEPTH && nestedDeeperThan(data, MAX_JSON_DEPTH - 1)) return tooDeep(type);
-  if (type === 'run.completed') return parseResult(data, Buffer.byteLength(line));
+  if (isResultType(type)) return parseResult(type, data, Buffer.byteLength(line));
   return { kind: 'event', type, data };
 }
 
-function parseResult(data: Record<string, unknown>, lineBytes: number): RunnerMessage {
-  const output = data.output ?? {};
-  if (!isObject(output)) return { kind: 'bad_result', error: 'Runner result output must be a JSON object' };
+/** `{id?, value}` items, or why not. */
+function parseInterrupts(value: unknown): RunnerInterrupt[] | string {
+  const shape = 'Runner interrupt data.interrupts must be a JSON array of {"id"?: string, "value": any} objects';
+  if (!Array.isArray(value)) return shape;
+  const interrupts: RunnerInterrupt[] = [];
+  for (const item of value) {
+    if (!isObject(item) || !('value' in item) || (item.id !== undefined && typeof item.id !== 'string')) return shape;
+    interrupts.push(item.id === undefined ? { value: item.value } : { id: item.id, value: item.value });
+  }
+  return interrupts;
+}
+
+function parseResult(type: string, data: Record<string, unknown>, lineBytes: number): RunnerMessage {
+  const interrupted = type === 'run.interrupted';
+  const what = interrupted ? 'Runner interrupt' : 'Runner result';
+  const interrupts = interrupted ? parseInterrupts(data.interrupts) : null;
+  if (typeof interrupts === 'string') return { kind: 'bad_result', error: interrupts };
+  const output = interrupts ? { interrupts } : (data.output ?? {});
+  if (!isObject(output)) return { kind: 'bad_result', error: `${what} output must be a JSON object` };
   if (data.values !== undefined && !isObject(data.values)) {
-    return { kind: 'bad_result', error: 'Runner result values must be a JSON object' };
+    return { kind: 'bad_result', error: `${what} values must be a JSON object` };
   }
   // The line bounds the output already; measure the output itself only when it might be over.
   if (lineBytes > RUN_LIMITS.maxOutputBytes && Buffer.byteLength(JSON.stringify(output)) > RUN_LIMITS.maxOutputBytes) {
     return { kind: 'bad_result', error: outputTooLarge() };
   }
-  return { kind: 'result', output, values: data.values as Record<string, unknown> | undefined };
+  const result: RunnerMessage = {
+    kind: 'result',
+    output,
+    values: data.values as Record<string, unknown> | undefined,
+    checkpoint: data.checkpoint,
+    interrupts,
+  };
+  if (interrupted) result.event = data;
+  return result;
 }
 
 /** A line nested too deep for PostgreSQL to store: a result fails the run, an event becomes a notice. */
 function tooDeep(type: string): RunnerMessage {
-  if (type === 'run.completed') {
+  if (isResultType(type)) {
     return { kind: 'bad_result', error: `Runner result is nested deeper than ${MAX_JSON_DEPTH} levels` };
   }
   return {

@@ -2,13 +2,13 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import * as repo from '../runs/repository.js';
-import type { LaunchSpec, RunStatus } from '../runs/types.js';
+import type { LaunchSpec, RunStatus, ThreadState } from '../runs/types.js';
 import type { ActiveRuns } from './active-runs.js';
 import { Slots } from './slots.js';
 import type { WakeUps } from './wake-ups.js';
 
-/** Reads a thread's values for a queued run that starts later. */
-export type ThreadValuesLoader = (threadId: string) => Promise<Record<string, unknown> | null>;
+/** Reads a thread's values and latest checkpoint for a queued run that starts later. */
+export type ThreadStateLoader = (threadId: string) => Promise<ThreadState>;
 
 /**
  * Slots and pending runs: a new run takes a free slot at once unless queued runs come first;
@@ -19,7 +19,7 @@ export function createRunQueue(options: {
   instanceId: string;
   maxConcurrentRuns: number;
   activeRuns: ActiveRuns;
-  loadThreadValues: ThreadValuesLoader;
+  loadThreadState: ThreadStateLoader;
   wakeUps?: WakeUps | undefined;
   logger: Logger;
 }) {
@@ -96,7 +96,8 @@ export function createRunQueue(options: {
         run: { id, org_id, deployment_id, version_id, thread_id },
         input: row.input,
         version,
-        thread: thread_id ? { thread_id, values: await options.loadThreadValues(thread_id) } : null,
+        thread: thread_id ? { thread_id, ...(await options.loadThreadState(thread_id)) } : null,
+        command: row.command,
       };
     }
   }

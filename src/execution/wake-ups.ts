@@ -14,6 +14,8 @@ export const WAKE_CHANNEL = 'crewd_wake';
  */
 export interface WakeUps {
   send(message: 'pending' | `hello:${string}` | `stop:${string}`): void;
+  /** A queued run may start now (its thread was handed to it): this instance's queue and the others' look. */
+  runsWaiting(): void;
   onPending(handler: () => void): void;
   onHello(handler: (instanceId: string) => void): void;
   onStop(handler: (runId: string) => void): void;
@@ -28,12 +30,17 @@ export function createWakeUps(db: Kysely<Database>, listener: PgListener | null,
     else if (message.startsWith('hello:')) hello(message.slice('hello:'.length));
     else if (message.startsWith('stop:')) stop(message.slice('stop:'.length));
   });
+  const send: WakeUps['send'] = (message) => {
+    if (!listener) return;
+    sql`select pg_notify(${WAKE_CHANNEL}, ${message})`.execute(db).catch((error: unknown) => {
+      logger.debug({ err: error }, 'wake-up notification not sent; the other instances act on their tick');
+    });
+  };
   return {
-    send(message) {
-      if (!listener) return;
-      sql`select pg_notify(${WAKE_CHANNEL}, ${message})`.execute(db).catch((error: unknown) => {
-        logger.debug({ err: error }, 'wake-up notification not sent; the other instances act on their tick');
-      });
+    send,
+    runsWaiting() {
+      pending();
+      send('pending');
     },
     onPending(handler) {
       pending = handler;

@@ -1,4 +1,12 @@
-import type { Environment, Json, NullableJson, NullableTimestamp, RunStatus, Timestamp } from '../db/columns.js';
+import type {
+  Environment,
+  Json,
+  NullableJson,
+  NullableTimestamp,
+  RunCommand,
+  RunStatus,
+  Timestamp,
+} from '../db/columns.js';
 
 export interface InstancesTable {
   id: string;
@@ -22,6 +30,8 @@ export interface RunsTable {
   cron_due_at: NullableTimestamp;
   status: RunStatus;
   input: Json<Record<string, unknown>>;
+  /** How the run resumes an interrupted thread (CONTRACTS §9); handed to the runner when it starts. */
+  command: NullableJson<RunCommand>;
   output: NullableJson<Record<string, unknown>>;
   error_message: string | null;
   instance_id: string | null;

@@ -6,13 +6,25 @@ import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent, RunEnd } from '../events/types.js';
 import type { RunObserver } from './observer.js';
 import * as repo from './repository.js';
-import type { AfterCommit, FinishedRun, RunEndHook, RunIdentity, RunStatus, TerminalRunStatus } from './types.js';
+import type {
+  AfterCommit,
+  FinishedRun,
+  RunEndHook,
+  RunIdentity,
+  RunStatus,
+  TerminalRunStatus,
+  ThreadInterrupt,
+} from './types.js';
 
 export interface RunOutcome {
   status: TerminalRunStatus;
   output: Record<string, unknown> | null;
   /** Thread values the runner gave with its result. */
   values?: Record<string, unknown> | undefined;
+  /** The runner's own checkpoint, stored with the thread's. */
+  checkpoint?: unknown;
+  /** Set when the runner stopped at interrupts (run.interrupted). */
+  interrupts?: ThreadInterrupt[] | null;
   error: string | null;
 }
 
@@ -96,6 +108,7 @@ export function createEndRecorder(options: {
     const output = outcome.status === 'succeeded' ? (outcome.output ?? {}) : null;
     const error = outcome.status === 'failed' ? (outcome.error ?? 'Run failed') : null;
     const event = finalEvent(outcome);
+    for (const hook of applying) await hook.beforeEnd?.(executor as Transaction<Database>, request.runId);
     const run = await repo.endRunWithEvent(
       executor,
       request.runId,
@@ -111,9 +124,12 @@ export function createEndRecorder(options: {
       deployment_id: run.deployment_id,
       environment: run.environment,
       thread_id: run.thread_id,
+      instance_id: run.instance_id,
       status: outcome.status,
       output,
       values: outcome.status === 'succeeded' ? outcome.values : undefined,
+      checkpoint: outcome.status === 'succeeded' ? outcome.checkpoint : undefined,
+      interrupts: outcome.status === 'succeeded' ? (outcome.interrupts ?? null) : null,
       error_message: error,
       started_at: run.started_at,
       completed_at: run.completed_at ?? new Date(),
@@ -124,6 +140,14 @@ export function createEndRecorder(options: {
     }
     const stored = run.event_seq === null ? null : { seq: run.event_seq, json: JSON.stringify(event) };
     return { run, end: { status: outcome.status, output, error }, event: stored };
+  }
+
+  /** What follows a committed end: the hooks' follow-ups, then the end published to live streams. */
+  function committed(request: EndRequest, ended: EndedRun, afterCommit: readonly AfterCommit[]): void {
+    request.committed?.();
+    for (const followUp of afterCommit) followUp();
+    options.observer?.runFinished?.(ended.end.status);
+    bus.publish(request.runId, liveEnd(ended));
   }
 
   /**
@@ -140,10 +164,7 @@ export function createEndRecorder(options: {
             ? await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit))
             : await endWith(db, [], request, afterCommit);
         if (!ended) return null;
-        request.committed?.();
-        for (const followUp of afterCommit) followUp();
-        options.observer?.runFinished?.(ended.end.status);
-        bus.publish(request.runId, liveEnd(ended));
+        committed(request, ended, afterCommit);
         return ended;
       } catch (error) {
         if (attempt >= 3 || refusedAsData(error)) throw error;
@@ -198,7 +219,23 @@ export function createEndRecorder(options: {
     }
   }
 
-  return { end, recordOwnEnd, retryUnrecorded };
+  /**
+   * Ends a run inside the caller's transaction (a run another one displaces, the queue of a thread
+   * being deleted); the caller runs `afterCommit` once that transaction has committed. Without
+   * hooks, neither the thread nor webhooks hear of it (a run about to be deleted).
+   */
+  async function endWithin(
+    trx: Transaction<Database>,
+    request: EndRequest,
+    options: { hooks: boolean } = { hooks: true },
+  ): Promise<{ ended: EndedRun | null; afterCommit: () => void }> {
+    const applying = options.hooks ? await hooksFor(request.identity) : [];
+    const followUps: AfterCommit[] = [];
+    const ended = await endWith(trx, applying, request, followUps);
+    return { ended, afterCommit: () => ended && committed(request, ended, followUps) };
+  }
+
+  return { end, endWithin, recordOwnEnd, retryUnrecorded };
 }
 
 export type EndRecorder = ReturnType<typeof createEndRecorder>;

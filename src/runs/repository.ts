@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Environment } from '../db/types.js';
-import type { RunStatus } from './types.js';
+import type { RunCommand, RunStatus } from './types.js';
 
 export const runColumns = [
   'runs.id',
@@ -12,6 +12,7 @@ export const runColumns = [
   'runs.cron_id',
   'runs.status',
   'runs.input',
+  'runs.command',
   'runs.output',
   'runs.error_message',
   'runs.instance_id',
@@ -31,15 +32,17 @@ export interface NewRun {
   cron_due_at?: Date | null;
   status: 'pending' | 'running';
   input: Record<string, unknown>;
+  command?: RunCommand | null;
   instance_id: string | null;
   created_at: Date;
   started_at: Date | null;
 }
 
 export function insertRun(db: Db, run: NewRun) {
+  const { command, ...rest } = run;
   return db
     .insertInto('runs')
-    .values({ ...run, input: JSON.stringify(run.input) })
+    .values({ ...rest, input: JSON.stringify(run.input), command: command ? JSON.stringify(command) : null })
     .returning(['created_at'])
     .executeTakeFirstOrThrow();
 }
@@ -157,6 +160,7 @@ const plainColumns = [
   'cron_id',
   'status',
   'input',
+  'command',
   'output',
   'error_message',
   'instance_id',
@@ -222,7 +226,19 @@ export function endRunWithEvent(
     .executeTakeFirst();
 }
 
-/** Claims the oldest pending run for this instance; skips rows another instance is claiming. */
+/**
+ * Whether a pending run may start: one without a thread may; one in a thread only while it holds
+ * the thread and no run the thread waits for may still have a live process (its owner clears the
+ * mark once the process is gone; a lapsed lease says its owner, and so the process, is gone).
+ */
+const mayStart = sql<boolean>`(runs.thread_id is null or exists (
+  select 1 from threads t
+  where t.id = runs.thread_id and t.active_run_id = runs.id
+    and (t.stopping_run_id is null or not exists (
+      select 1 from instances i
+      where i.id = t.stopping_instance_id and i.expires_at > now() and i.stopped_at is null))))`;
+
+/** Claims the oldest pending run that may start for this instance; skips rows another instance is claiming. */
 export function claimNextPending(db: Db, instanceId: string) {
   return db
     .updateTable('runs')
@@ -232,6 +248,7 @@ export function claimNextPending(db: Db, instanceId: string) {
         .selectFrom('runs')
         .select('id')
         .where('status', '=', 'pending')
+        .where(mayStart)
         .orderBy('created_at')
         .orderBy('id')
         .limit(1)
@@ -251,15 +268,21 @@ export function findVersionForRun(db: Db, versionId: string) {
     .executeTakeFirst();
 }
 
-/** Which of these runs are no longer running (ended by another instance, a cancel made there). */
+/** Which of these runs are no longer running (ended by another instance, a cancel made there, or deleted). */
 export async function findEndedAmong(db: Db, ids: string[]): Promise<string[]> {
   const rows = await db
     .selectFrom('runs')
     .select('id')
     .where('id', 'in', ids)
-    .where('status', '<>', 'running')
+    .where('status', '=', 'running')
     .execute();
-  return rows.map((row) => row.id);
+  const running = new Set(rows.map((row) => row.id));
+  return ids.filter((id) => !running.has(id));
+}
+
+/** Deletes a run with its events (a rolled-back run). */
+export function deleteRun(db: Db, id: string) {
+  return db.deleteFrom('runs').where('id', '=', id).execute();
 }
 
 // Events

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { MemoCache } from '../cache/memo-cache.js';
+import { isDeadlock } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { DeploymentService } from '../deployments/service.js';
 import { badRequest } from '../errors.js';
@@ -14,9 +15,12 @@ import {
   type CreatedRun,
   type CreateRunParams,
   isTerminal,
+  type MultitaskStrategy,
   type RunExecutor,
   type RunStatus,
   type ThreadGate,
+  type ThreadState,
+  type ThreadTurn,
 } from './types.js';
 
 export { runNotFound };
@@ -66,16 +70,21 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
     timeout_seconds: number | null;
   };
 
-  /** Hands a created run to the executor: starts it in its reserved slot, or queues it. */
+  /**
+   * Hands a created run to the executor: starts it in its reserved slot, or queues it. A run that
+   * may not start yet (queued in its thread, or waiting for a displaced run's process) is woken by
+   * its thread when it may.
+   */
   async function start(
     params: CreateRunParams,
     response: CreatedRun,
     version: Version,
     reserved: boolean,
-    threadValues: Record<string, unknown> | null,
+    startable: boolean,
+    threadState: ThreadState | null,
   ): Promise<RunStatus> {
     if (!reserved) {
-      executor.enqueued();
+      if (startable) executor.enqueued();
       return 'pending';
     }
     const threadId = params.threadId ?? null;
@@ -94,8 +103,44 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
         env: version.env,
         timeout_seconds: version.timeout_seconds,
       },
-      thread: threadId ? { thread_id: threadId, values: threadValues } : null,
+      thread: threadId && threadState ? { thread_id: threadId, ...threadState } : null,
+      command: params.command ?? null,
     });
+  }
+
+  /**
+   * Cancels the run a new one displaced from its thread (interrupt), or deletes it with its events
+   * (rollback), in the new run's transaction. What it returns runs after the commit: the end is
+   * published and the displaced run's process is stopped.
+   */
+  async function displace(
+    trx: Transaction<Database>,
+    displaced: NonNullable<ThreadTurn['displaced']>,
+    strategy: MultitaskStrategy | undefined,
+  ): Promise<() => void> {
+    const rollback = strategy === 'rollback';
+    const canceled = { status: 'canceled' as const, output: null, error: null };
+    const request = { runId: displaced.id, from: [displaced.status], outcome: canceled, seq: 'next' as const };
+    const { afterCommit } = await endRecorder.endWithin(trx, request, { hooks: !rollback });
+    if (rollback) await repo.deleteRun(trx, displaced.id);
+    return () => {
+      afterCommit();
+      if (displaced.status === 'running') executor.stopProcess(displaced.id);
+    };
+  }
+
+  /**
+   * A thread run's transaction, tried again should PostgreSQL break a deadlock by aborting it (locks
+   * are taken thread first, then runs, so this is insurance); other transactions run once.
+   */
+  async function transactionRetried<T>(thread: boolean, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await db.transaction().execute(work);
+      } catch (error) {
+        if (!thread || attempt >= 3 || !isDeadlock(error)) throw error;
+      }
+    }
   }
 
   /**
@@ -133,7 +178,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
       version_number: version.number,
       status: reserved ? 'running' : 'pending',
     };
-    response.status = await start(params, response, version, reserved, null);
+    response.status = await start(params, response, version, reserved, true, null);
     return response;
   }
 
@@ -159,6 +204,10 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
               environment: params.environment,
               input: params.input,
               thread_id: threadId,
+              ...(params.command ? { command: params.command } : {}),
+              ...(params.multitaskStrategy && params.multitaskStrategy !== 'reject'
+                ? { multitask_strategy: params.multitaskStrategy }
+                : {}),
             }),
           }
         : null;
@@ -178,17 +227,28 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
 
       // The slot is taken only once the thread (if any) is ours, so requests losing a thread race hold none.
       let reserved = false;
-      let outcome: { replay: CreatedRun } | { threadValues: Record<string, unknown> | null };
+      type Created = { turn: ThreadTurn | null; afterCommit: (() => void) | null };
+      let outcome: { replay: CreatedRun } | Created;
       try {
-        outcome = await db.transaction().execute(async (trx) => {
+        outcome = await transactionRetried(threadId !== null, async (trx) => {
+          if (reserved) executor.release();
+          reserved = false;
           if (ref) {
             const taken = await idempotency.claim(trx, ref, { ...response });
             if (!taken.claimed) return { replay: taken.response };
           }
-          const thread = threadId
-            ? await threadGate(trx, { orgId: params.orgId, threadId, deploymentId: params.deploymentId, runId })
+          const turn = threadId
+            ? await threadGate(trx, {
+                orgId: params.orgId,
+                threadId,
+                deploymentId: params.deploymentId,
+                runId,
+                command: Boolean(params.command),
+                strategy: params.multitaskStrategy ?? 'reject',
+              })
             : null;
-          reserved = executor.reserve();
+          const afterCommit = turn?.displaced ? await displace(trx, turn.displaced, params.multitaskStrategy) : null;
+          reserved = (turn?.startable ?? true) && executor.reserve();
           const now = new Date();
           response.status = reserved ? 'running' : 'pending';
           await repo.insertRun(trx, {
@@ -202,12 +262,13 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
             cron_due_at: params.cron?.dueAt ?? null,
             status: response.status,
             input: params.input,
+            command: params.command ?? null,
             instance_id: reserved ? executor.instanceId : null,
             created_at: now,
             started_at: reserved ? now : null,
           });
           if (ref && !reserved) await idempotency.updateResponse(trx, ref, { ...response });
-          return { threadValues: thread?.values ?? null };
+          return { turn, afterCommit };
         });
       } catch (error) {
         if (reserved) executor.release();
@@ -217,7 +278,9 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
         if (reserved) executor.release();
         return outcome.replay;
       }
-      const real = await start(params, response, version, reserved, outcome.threadValues);
+      outcome.afterCommit?.();
+      const { turn } = outcome;
+      const real = await start(params, response, version, reserved, turn?.startable ?? true, turn?.state ?? null);
       if (real !== response.status) {
         response.status = real;
         if (ref) await idempotency.updateResponse(db, ref, { ...response });

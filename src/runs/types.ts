@@ -1,8 +1,15 @@
 import type { Transaction } from 'kysely';
-import type { Environment, RunStatus } from '../db/columns.js';
+import type { Environment, RunCommand, RunStatus, ThreadInterrupt } from '../db/columns.js';
 import type { Database } from '../db/types.js';
 
-export type { RunStatus };
+export type { RunCommand, RunStatus, ThreadInterrupt };
+
+/** A thread as its run's runner receives it on standard input. */
+export interface ThreadState {
+  values: Record<string, unknown> | null;
+  /** The latest checkpoint's runner checkpoint; null when none. */
+  checkpoint: unknown;
+}
 export type TerminalRunStatus = 'succeeded' | 'failed' | 'canceled';
 
 export const isTerminal = (status: RunStatus): status is TerminalRunStatus =>
@@ -15,10 +22,16 @@ export interface FinishedRun {
   deployment_id: string;
   environment: Environment;
   thread_id: string | null;
+  /** The instance that ran its process; null for a run that never started. */
+  instance_id?: string | null;
   status: TerminalRunStatus;
   output: Record<string, unknown> | null;
   /** Thread values the runner provided with its result, if any. */
   values: Record<string, unknown> | undefined;
+  /** The runner's own checkpoint (undefined when it gave none). */
+  checkpoint?: unknown;
+  /** What the runner stopped at (run.interrupted); absent or null after run.completed or another end. */
+  interrupts?: ThreadInterrupt[] | null;
   error_message: string | null;
   started_at: Date | null;
   completed_at: Date;
@@ -40,25 +53,50 @@ export interface RunIdentity {
 export interface RunEndHook {
   /** Whether the hook has work for a run like this; without it the hook applies to every run. */
   applies?(run: RunIdentity): boolean | Promise<boolean>;
+  /** Runs first in the ending transaction, before the run's row is touched (to take locks in a fixed order). */
+  beforeEnd?(trx: Transaction<Database>, runId: string): Promise<void>;
   /** Runs inside the one transaction that ends the run; what it returns runs after the commit. */
   inTransaction(trx: Transaction<Database>, run: FinishedRun): Promise<AfterCommit | undefined>;
 }
 
+/** What a new run does when its thread is busy (CONTRACTS §10). */
+export type MultitaskStrategy = 'reject' | 'enqueue' | 'interrupt' | 'rollback';
+
+/** How a new run stands in its thread, decided in its creating transaction. */
+export interface ThreadTurn {
+  /** The run holds the thread (busy with it); otherwise it waits in the thread's queue. */
+  holds: boolean;
+  /** It may start as soon as a slot is free: it holds the thread and no displaced run's process may still be alive. */
+  startable: boolean;
+  /** What its runner starts from, when it starts now. */
+  state: ThreadState;
+  /** The run it displaced (interrupt, rollback), to be canceled in the same transaction. */
+  displaced: { id: string; status: 'pending' | 'running' } | null;
+}
+
 /**
- * How a run in a thread takes its thread, inside the creating transaction: marks the thread busy
- * with this run (or throws 404/409) and returns the values the runner receives.
+ * How a run in a thread takes its thread, inside the creating transaction, by its multitask
+ * strategy: holds it, queues behind its run, or displaces that run; or throws 404/400/409.
  */
 export type ThreadGate = (
   trx: Transaction<Database>,
-  claim: { orgId: string; threadId: string; deploymentId: string; runId: string },
-) => Promise<{ values: Record<string, unknown> | null }>;
+  claim: {
+    orgId: string;
+    threadId: string;
+    deploymentId: string;
+    runId: string;
+    command: boolean;
+    strategy: MultitaskStrategy;
+  },
+) => Promise<ThreadTurn>;
 
 /** What a runner is started with. */
 export interface LaunchSpec {
   run: { id: string; org_id: string; deployment_id: string; version_id: string; thread_id: string | null };
   input: Record<string, unknown>;
   version: { command: string[]; cwd: string | null; env: Record<string, string>; timeout_seconds: number | null };
-  thread: { thread_id: string; values: Record<string, unknown> | null } | null;
+  thread: ({ thread_id: string } & ThreadState) | null;
+  command: RunCommand | null;
 }
 
 /** The part that runs runs' processes, as the run service sees it (implemented by src/execution/). */
@@ -78,6 +116,8 @@ export interface RunExecutor {
   cancel(runId: string): Promise<boolean>;
   /** A run going on another instance was canceled here: its owner stops the process now. */
   canceledElsewhere(runId: string): void;
+  /** A run ended (or deleted) in the database while its process may run, here or elsewhere: the process stops now. */
+  stopProcess(runId: string): void;
 }
 
 export interface CreateRunParams {
@@ -88,6 +128,10 @@ export interface CreateRunParams {
   threadId?: string | null;
   /** The cron starting the run and the due time it starts it for; a second run for the same due time is refused. */
   cron?: { id: string; dueAt: Date } | null;
+  /** Resumes the interrupted thread (thread runs only). */
+  command?: RunCommand | null;
+  /** What to do when the thread is busy; default `reject`. */
+  multitaskStrategy?: MultitaskStrategy;
   /** Scoped per org + idempotencyScope; same key + same body within 24h answers the first response. */
   idempotencyKey?: string | null;
   /** e.g. 'runs', 'thread:<id>', 'incoming:<webhook id>'. */

@@ -1,4 +1,5 @@
-import type { Json, NullableJson, Timestamp } from '../db/columns.js';
+import type { ColumnType } from 'kysely';
+import type { Json, NullableJson, ThreadInterrupt, Timestamp } from '../db/columns.js';
 
 export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
 
@@ -10,6 +11,11 @@ export interface ThreadsTable {
   metadata: Json<Record<string, unknown>>;
   values: NullableJson<Record<string, unknown>>;
   active_run_id: string | null;
+  /** What the last run stopped at (run.interrupted); `[]` otherwise. */
+  interrupts: ColumnType<ThreadInterrupt[], string | undefined, string>;
+  /** A run whose process may still be stopping; the thread's next run starts once it is gone. */
+  stopping_run_id: string | null;
+  stopping_instance_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -19,5 +25,7 @@ export interface ThreadCheckpointsTable {
   thread_id: string;
   run_id: string | null;
   values: NullableJson<Record<string, unknown>>;
+  /** The runner's own checkpoint (opaque JSON), handed back to the thread's next run. */
+  checkpoint: NullableJson<unknown>;
   created_at: Timestamp;
 }

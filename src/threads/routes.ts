@@ -129,9 +129,11 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
       schema: {
         tags,
         operationId: 'createThreadRun',
-        summary: 'Start a run in an idle thread (409 while it is busy)',
+        summary:
+          'Start a run in a thread that is not busy (409 while it is busy); `command` resumes an interrupted one',
         description:
-          'Answers 202 once the runner process has started; the run sees the thread’s values on standard input.',
+          'Answers 202 once the runner process has started (or the run is queued); the run sees the thread’s values, ' +
+          'its last checkpoint and the `command` on standard input. `multitask_strategy` says what to do when the thread is busy.',
         params: threadParams,
         headers: idempotencyHeaders,
         body: createThreadRunBody.nullish(),

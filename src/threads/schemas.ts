@@ -5,6 +5,10 @@ import { runStatusSchema } from '../runs/schemas.js';
 
 const jsonObject = z.record(z.string(), z.unknown());
 
+export const interruptSchema = z
+  .object({ id: z.string().optional(), value: z.unknown() })
+  .meta({ id: 'ThreadInterrupt' });
+
 export const threadStatusSchema = z.enum(['idle', 'busy', 'interrupted', 'error']);
 
 export const threadSchema = z
@@ -14,6 +18,9 @@ export const threadSchema = z
     status: threadStatusSchema,
     metadata: jsonObject,
     values: jsonObject.nullable().describe('current thread state; null until set'),
+    interrupts: z
+      .array(interruptSchema)
+      .describe('what the last run stopped at when the thread is `interrupted` (run.interrupted); [] otherwise'),
     created_at: isoDate,
     updated_at: isoDate,
   })
@@ -52,12 +59,28 @@ export const patchThreadBody = z.strictObject({
   values: jsonObject.nullable().optional().describe('replaces the values (null clears them); refused while busy'),
 });
 
-export const createThreadRunBody = z
+export const runCommandSchema = z
   .strictObject({
-    input: jsonObject.default({}),
-    environment: environmentSchema.default('production'),
+    resume: z.unknown().optional().describe('the value the interrupt resumes with (LangGraph `Command(resume=…)`)'),
+    update: jsonObject.optional().describe('changes to the state before resuming (LangGraph `Command(update=…)`)'),
   })
-  .meta({ examples: [{ input: { message: 'And what about Sweden?' } }] });
+  .meta({ id: 'RunCommand' });
+
+export const createThreadRunBody = z.strictObject({
+  input: jsonObject.default({}),
+  environment: environmentSchema.default('production'),
+  command: runCommandSchema
+    .optional()
+    .describe(
+      'resumes an interrupted thread; given to the runner on standard input (400 unless the thread is interrupted)',
+    ),
+  multitask_strategy: z
+    .enum(['reject', 'enqueue', 'interrupt', 'rollback'])
+    .default('reject')
+    .describe(
+      'when the thread is busy: `reject` answers 409; `enqueue` queues the run (202, `pending`) to start after the runs before it; `interrupt` cancels the current run and starts this one once its process stopped; `rollback` does the same and deletes the current run, with its events and checkpoint',
+    ),
+});
 
 export const createdThreadRunSchema = z
   .object({

@@ -4,10 +4,12 @@ import type { Database, Environment } from '../db/types.js';
 import { notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
+import type { EndRecorder } from '../runs/end-recorder.js';
 import type { RunService } from '../runs/service.js';
+import type { MultitaskStrategy, RunCommand } from '../runs/types.js';
 import type { ThreadStatus } from './db-types.js';
 import * as repo from './repository.js';
-import { threadBusy as busy, threadNotFound } from './run-hooks.js';
+import { threadBusy as busy, lockThreadAndActiveRun, threadNotFound } from './run-hooks.js';
 
 function toThread(row: repo.ThreadRecord) {
   return {
@@ -16,6 +18,7 @@ function toThread(row: repo.ThreadRecord) {
     status: row.status,
     metadata: row.metadata,
     values: row.values,
+    interrupts: row.interrupts,
     created_at: toIso(row.created_at),
     updated_at: toIso(row.updated_at),
   };
@@ -29,10 +32,13 @@ function toThread(row: repo.ThreadRecord) {
 export function createThreadService({
   db,
   runs,
+  endRecorder,
   caches,
 }: {
   db: Kysely<Database>;
   runs: RunService;
+  /** Cancels a deleted thread's pending runs in the deleting transaction. */
+  endRecorder: EndRecorder;
   caches: Pick<InstanceCaches, 'changing'>;
 }) {
   async function get(orgId: string, id: string) {
@@ -96,11 +102,26 @@ export function createThreadService({
       return toThread(row);
     },
 
+    /**
+     * Deletes the thread, unless a run of it is running (409). Its pending runs (queued, or the
+     * one holding it while it waits for a slot) are canceled with it.
+     */
     async remove(orgId: string, id: string) {
       // Its runs lose their thread_id: cached finished runs are dropped with it.
-      if (await caches.changing('runs', (trx) => repo.deleteThread(trx, orgId, id))) return;
-      const thread = await get(orgId, id);
-      throw busy(id, thread.active_run_id);
+      const afterCommit = await caches.changing('runs', async (trx) => {
+        const { thread, active } = await lockThreadAndActiveRun(trx, orgId, id);
+        if (active?.status === 'running') throw busy(id, thread.active_run_id);
+        await repo.detachActiveRun(trx, id);
+        const ends: (() => void)[] = [];
+        for (const runId of await repo.pendingRunIds(trx, id)) {
+          const canceled = { status: 'canceled' as const, output: null, error: null };
+          const request = { runId, from: ['pending' as const], outcome: canceled, seq: 'next' as const };
+          ends.push((await endRecorder.endWithin(trx, request)).afterCommit);
+        }
+        await repo.deleteThread(trx, id);
+        return ends;
+      });
+      for (const end of afterCommit) end();
     },
 
     async history(orgId: string, id: string, page: { limit: number; offset: number }) {
@@ -119,7 +140,12 @@ export function createThreadService({
     async createRun(
       orgId: string,
       id: string,
-      body: { input: Record<string, unknown>; environment: Environment },
+      body: {
+        input: Record<string, unknown>;
+        environment: Environment;
+        command?: RunCommand | undefined;
+        multitask_strategy?: MultitaskStrategy | undefined;
+      },
       idempotencyKey: string | null,
     ) {
       const thread = await get(orgId, id);
@@ -129,6 +155,8 @@ export function createThreadService({
         environment: body.environment,
         input: body.input,
         threadId: id,
+        command: body.command ?? null,
+        multitaskStrategy: body.multitask_strategy ?? 'reject',
         idempotencyKey,
         idempotencyScope: `thread:${id}`,
       });

@@ -64,7 +64,7 @@ describe('run supervisor and runner protocol', () => {
       CREWD_VERSION_ID: versionId,
       CREWD_THREAD_ID: '',
     });
-    expect(report.stdin).toEqual({ run_id, input: { topic: 'x' }, thread: null });
+    expect(report.stdin).toEqual({ run_id, input: { topic: 'x' }, thread: null, command: null });
     expect(report.argv).toEqual([literal, '*']);
     const scratch = path.resolve(ctx.config.dataDir, 'runs', run_id);
     expect(report.cwd).toBe(scratch);

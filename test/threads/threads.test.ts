@@ -31,6 +31,7 @@ describe('threads', () => {
       status: 'idle',
       metadata: { user: 'ada' },
       values: null,
+      interrupts: [],
       created_at: expect.stringMatching(/Z$/),
       updated_at: expect.stringMatching(/Z$/),
     });
@@ -110,7 +111,8 @@ describe('threads', () => {
     expect(run.output.stdin).toEqual({
       run_id: run.id,
       input: { q: 1 },
-      thread: { thread_id: threadId, values: { a: 1 } },
+      thread: { thread_id: threadId, values: { a: 1 }, checkpoint: null },
+      command: null,
     });
     expect(run.output.env.CREWD_THREAD_ID).toBe(threadId);
   });
