@@ -138,6 +138,7 @@ export function claimDueCrons(db: Db, claim: { now: Date; dueBy: Date; until: Da
       'crons.input',
       'crons.environment',
       'crons.thread_id',
+      'crons.multitask_strategy',
       'crons.next_run_at as due_at',
       'due.lapsed_claim',
     ])

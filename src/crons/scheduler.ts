@@ -161,6 +161,7 @@ export function createCronScheduler(options: {
         environment: cron.environment,
         input: cron.input,
         threadId: cron.thread_id,
+        ...(cron.thread_id ? { multitaskStrategy: cron.multitask_strategy } : {}),
         cron: { id: cron.id, dueAt },
         idempotencyScope: `cron:${cron.id}`,
       });

@@ -196,7 +196,7 @@ describe('crons on a thread', () => {
   });
   afterAll(async () => ctx?.close());
 
-  it('starts each run in the thread; a busy thread is recorded as last_error until it is free', async () => {
+  it('with reject, starts each run in the thread; a busy thread is recorded as last_error until it is free', async () => {
     const { deploymentId } = await deploy(ctx, crew('slow.mjs'));
     const thread = (await ctx.call('POST', '/v1/threads', { body: { deployment_id: deploymentId } })).json();
     const threadId = thread.thread_id as string;
@@ -209,8 +209,9 @@ describe('crons on a thread', () => {
       schedule: EVERY_SECOND,
       thread_id: threadId,
       input: { ticks: 1, interval_ms: 1 },
+      multitask_strategy: 'reject',
     });
-    expect(cron.multitask_strategy).toBe('enqueue');
+    expect(cron.multitask_strategy).toBe('reject');
     const blocked = await until(async () => {
       const current = await getCron(ctx, cron.id);
       return current.last_error ? current : null;
@@ -226,5 +227,27 @@ describe('crons on a thread', () => {
     await ctx.call('PATCH', `/v1/crons/${cron.id}`, { body: { enabled: false } });
     const run = await waitForRun(ctx, started.last_run_id);
     expect(run).toMatchObject({ cron_id: cron.id, thread_id: threadId, status: 'succeeded', output: { ticks: 1 } });
+  });
+
+  it('with enqueue (the default), queues its runs behind a busy thread and runs them once it is free', async () => {
+    const { deploymentId } = await deploy(ctx, crew('slow.mjs'));
+    const thread = (await ctx.call('POST', '/v1/threads', { body: { deployment_id: deploymentId } })).json();
+    const threadId = thread.thread_id as string;
+    const busy = await ctx.call('POST', `/v1/threads/${threadId}/runs`, { body: { input: {} } });
+    const busyRun = busy.json().run_id as string;
+    const cron = await createCron(ctx, {
+      deployment_id: deploymentId,
+      schedule: EVERY_SECOND,
+      thread_id: threadId,
+      input: { ticks: 1, interval_ms: 1 },
+    });
+    expect(cron.multitask_strategy).toBe('enqueue');
+    const queued = await until(async () => (await runsOfCron(ctx, cron.id))[0]);
+    expect(queued).toMatchObject({ status: 'pending', thread_id: threadId });
+    await ctx.call('PATCH', `/v1/crons/${cron.id}`, { body: { enabled: false } });
+    expect((await ctx.call('POST', `/v1/runs/${busyRun}/cancel`)).statusCode).toBe(200);
+    const run = await waitForRun(ctx, queued.id as string);
+    expect(run).toMatchObject({ cron_id: cron.id, status: 'succeeded', output: { ticks: 1 } });
+    expect((await getCron(ctx, cron.id)).last_error).toBeNull();
   });
 });
