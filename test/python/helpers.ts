@@ -1,0 +1,46 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+export const RUNNER = path.join(ROOT, 'runners/python');
+export const EXAMPLES = path.join(ROOT, 'examples');
+
+/**
+ * The Python test environment with real crewai and langgraph, built once per machine by
+ * runners/python/scripts/test-env.sh (.ci/run builds it before the suites): its python, or null.
+ */
+export function testPython(): string | null {
+  const candidates = [
+    process.env.CREWD_PYTHON_TEST_VENV,
+    path.join(homedir(), '.cache/crewd/python-venv-test'),
+    path.join(RUNNER, '.venv-test'),
+  ];
+  for (const venv of candidates) {
+    if (venv && existsSync(path.join(venv, 'bin/python'))) return path.join(venv, 'bin/python');
+  }
+  return null;
+}
+
+/** What a crew of the examples needs in its version env: the runner on the path, nothing sent off the machine. */
+export const OFFLINE_ENV: Record<string, string> = {
+  PYTHONPATH: RUNNER,
+  CREWAI_DISABLE_TELEMETRY: 'true',
+  CREWAI_DISABLE_TRACKING: 'true',
+  CREWAI_TRACING_ENABLED: 'false',
+  OTEL_SDK_DISABLED: 'true',
+  LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+  // CrewAI keeps a small database of task outputs; in the sandbox only /tmp is writable.
+  XDG_DATA_HOME: '/tmp',
+  HOME: '/tmp',
+};
+
+/** Without the environment the file says why; in CI (which builds it) that fails. */
+export function explainWithoutPython(title: string): void {
+  describe.runIf(testPython() === null)(`${title} (no Python test environment)`, () => {
+    it('needs runners/python/scripts/test-env.sh run first', () => {
+      expect(process.env.CI, 'CI builds the Python test environment before the suites').not.toBe('true');
+    });
+  });
+}
