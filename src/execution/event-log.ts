@@ -88,9 +88,14 @@ export class RunEventLog {
     else this.flushSoon(FLUSH_DELAY_MS);
   }
 
-  /** The latest events handed to streams, stored or not, in order (up to RECENT_EVENTS of them). */
+  /**
+   * The latest events handed to streams (up to RECENT_EVENTS of them), and every event not stored
+   * yet, in order: a new stream reads the rest from the store, so none may fall between the two.
+   */
   backlog(): LiveEvent[] {
-    return this.recent.slice();
+    const first = this.recent[0]?.seq ?? Number.POSITIVE_INFINITY;
+    const unstoredBefore = this.pending.filter((event) => event.seq < first);
+    return unstoredBefore.length > 0 ? [...unstoredBefore, ...this.recent] : this.recent.slice();
   }
 
   /**

@@ -196,7 +196,10 @@ export class RunStream {
       const first = backlog[0];
       if (!live || (first !== undefined && first.seq > this.lastSent + 1)) await this.replayStored();
       if (row?.terminal) return this.complete(row.end);
-      for (const event of backlog) this.deliver(event);
+      for (const event of backlog) {
+        this.deliver(event);
+        if (this.sink.backlogged()) await this.sink.drained();
+      }
       // Events of another instance may leave gaps only the store can fill.
       if (this.buffered.some((event) => event.remote)) return await this.catchUp();
       for (const event of this.buffered) this.deliver(event);
