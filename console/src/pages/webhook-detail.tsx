@@ -21,10 +21,14 @@ export function WebhookDetail({ id }: { id: string }) {
     mutationFn: (enabled: boolean) => unwrap(client.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled } })),
     onSettled: () => queries.invalidateQueries({ queryKey: ['webhook', id] }),
   });
-  // The checkbox follows the click at once (set in the same event); the refetch then shows what the server kept.
+  // The checkbox follows the click at once (React state, set in the same event); once the change is
+  // settled, the refetch shows what the server kept.
+  const [clicked, setClicked] = useState<boolean | null>(null);
   const setEnabled = (enabled: boolean) => {
-    queries.setQueryData<typeof webhook.data>(['webhook', id], (previous) => previous && { ...previous, enabled });
-    toggle.mutate(enabled);
+    setClicked(enabled);
+    toggle.mutate(enabled, {
+      onSettled: () => void queries.invalidateQueries({ queryKey: ['webhook', id] }).then(() => setClicked(null)),
+    });
   };
   const regenerate = useMutation({ mutationFn: () => unwrap(client.POST('/v1/webhooks/{id}/secret', path)) });
   const redeliver = useMutation({
@@ -64,7 +68,8 @@ export function WebhookDetail({ id }: { id: string }) {
           <dt>Enabled</dt>
           <dd>
             <label>
-              <input type="checkbox" checked={data.enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
+              <input type="checkbox" checked={clicked ?? data.enabled} onChange={(e) => setEnabled(e.target.checked)} />{' '}
+              Enabled
             </label>
           </dd>
         </dl>
