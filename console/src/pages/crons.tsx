@@ -62,12 +62,20 @@ function CronList() {
       rawCall<Cron>(key, 'PATCH', `/v1/crons/${encodeURIComponent(id)}`, { enabled }),
     onSettled: refresh,
   });
-  // The checkbox follows the click at once (set in the same event); the refetch then shows what the server kept.
+  // The checkbox follows the click at once (React state, set in the same event); once the change is
+  // settled, the refetch shows what the server kept.
+  const [clicked, setClicked] = useState<Record<string, boolean>>({});
   const toggle = (id: string, enabled: boolean) => {
-    queries.setQueryData<{ crons: Cron[] }>(['crons'], (previous) =>
-      previous ? { crons: previous.crons.map((cron) => (cron.id === id ? { ...cron, enabled } : cron)) } : previous,
+    setClicked((current) => ({ ...current, [id]: enabled }));
+    patch.mutate(
+      { id, enabled },
+      {
+        onSettled: () =>
+          void queries
+            .invalidateQueries({ queryKey: ['crons'] })
+            .then(() => setClicked(({ [id]: _settled, ...rest }) => rest)),
+      },
     );
-    patch.mutate({ id, enabled });
   };
   const remove = useMutation({
     mutationFn: (id: string) => rawCall(key, 'DELETE', `/v1/crons/${encodeURIComponent(id)}`),
@@ -107,7 +115,7 @@ function CronList() {
                   <input
                     type="checkbox"
                     aria-label={`Enabled: ${cron.schedule} (${cron.id})`}
-                    checked={cron.enabled}
+                    checked={clicked[cron.id] ?? cron.enabled}
                     onChange={(e) => toggle(cron.id, e.target.checked)}
                   />
                 </td>
