@@ -162,9 +162,10 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         await run.process?.terminate();
       } finally {
         running.delete(run.id);
+        // No process of the run is left: its slot is free; the rest is bookkeeping.
+        slotFreed();
         if (spec.run.thread_id) await threadRunStopped(run.id);
         if (scratch) await removeScratchFolder(scratch);
-        slotFreed();
       }
     });
     const tracked = supervised.catch((error: unknown) => {

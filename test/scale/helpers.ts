@@ -8,7 +8,7 @@ import { ADMIN_KEY } from '../helpers/app.js';
 import { usingPostgres } from '../helpers/database.js';
 import { until as poll } from '../helpers/poll.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
-import { readStream as readRunStream } from '../runs/helpers.js';
+import { readStream as readRunStream, runProcesses } from '../runs/helpers.js';
 
 export const CREWS = path.resolve(import.meta.dirname, '../../examples/crews');
 export const crew = (file: string) => [process.execPath, path.join(CREWS, file)];
@@ -139,17 +139,19 @@ export async function readStream(
   return { status, messages: messages as SseMessage[] };
 }
 
-/** The pid a `slow.mjs` runner reports in its first event, read from the stored events. */
+/**
+ * A host pid of a run's runner once it has written its first event: found by CREWD_RUN_ID, since
+ * the pid a crew reports is its own PID namespace's when it runs in the sandbox.
+ */
 export const runnerPid = (db: Kysely<Database>, runId: string, timeoutMs?: number) =>
   until(async () => {
     const row = await db
       .selectFrom('run_events')
-      .select('data')
+      .select('seq')
       .where('run_id', '=', runId)
       .where('type', '=', 'log')
-      .orderBy('seq')
       .executeTakeFirst();
-    return (row?.data as { pid?: number } | undefined)?.pid;
+    return row ? runProcesses(runId).at(-1) : undefined;
   }, timeoutMs);
 
 /**

@@ -164,9 +164,15 @@ describe.runIf(usingPostgres())('several instances on one PostgreSQL', () => {
     receiver.secret = secret;
     receiver.received.length = 0;
     const thread = await (await a.call('POST', '/v1/threads', { deployment_id: deploymentId })).json();
-    const started = await a.call('POST', `/v1/threads/${thread.thread_id}/runs`, { input: { interval_ms: 100 } });
-    expect(started.status).toBe(202);
-    const run = await started.json();
+    // A's only slot frees once the last test's runner is gone: a run that had to queue meanwhile is let go.
+    const run = await until(async () => {
+      const started = await a.call('POST', `/v1/threads/${thread.thread_id}/runs`, { input: { interval_ms: 100 } });
+      expect(started.status).toBe(202);
+      const created = await started.json();
+      if (created.status === 'running') return created;
+      await a.call('POST', `/v1/runs/${created.run_id}/cancel`);
+      return undefined;
+    }, 5000);
     expect(run.status).toBe('running');
     const pid = await runnerPid(run.run_id);
     strays.push(pid);

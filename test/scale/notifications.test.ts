@@ -76,7 +76,13 @@ describe.runIf(usingPostgres())('notifications between instances on one PostgreS
 
   it('starts on B at once a run queued on A, and stops on A at once a run canceled on B', async () => {
     const deploymentId = await deploy(a, crew('slow.mjs'));
-    const first = await startRun(a, deploymentId, { interval_ms: 100 });
+    // A's only slot frees once the last test's runner is gone: a run that had to queue meanwhile is let go.
+    const first = await until(async () => {
+      const run = await startRun(a, deploymentId, { interval_ms: 100 });
+      if (run.status === 'running') return run;
+      await a.call('POST', `/v1/runs/${run.run_id}/cancel`);
+      return undefined;
+    }, 5000);
     expect(first.status).toBe('running');
     const firstPid = await runnerPid(first.run_id);
     // A's only slot is taken: the next run queues, and B hears of it.
