@@ -47,14 +47,19 @@ function assertProgramExists(program: string, cwd: string, searchPath: string): 
 /**
  * The namespaces and mounts every runner gets (CONTRACTS §12), before its own folders:
  * its own user (all capabilities dropped, so it cannot undo a mount), PID, IPC and UTS
- * namespaces; the machine read-only; fresh /proc, /dev and /tmp; /run (service sockets
- * such as PostgreSQL's or Docker's) and DATA_DIR hidden under empty tmpfs.
+ * namespaces; the machine read-only; fresh /proc, /dev and /tmp.
  */
-function baseArguments(options: BubblewrapOptions): string[] {
+function leadingArguments(options: BubblewrapOptions): string[] {
   const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
   if (options.network === 'off') args.push('--unshare-net');
   args.push('--die-with-parent', '--cap-drop', 'ALL');
   args.push('--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  return args;
+}
+
+/** Then /run (service sockets such as PostgreSQL's or Docker's) and DATA_DIR hidden under empty tmpfs. */
+function hidingArguments(options: BubblewrapOptions): string[] {
+  const args: string[] = [];
   if (existsSync('/run')) args.push('--tmpfs', '/run');
   // DNS keeps working on hosts whose /etc/resolv.conf links into /run.
   if (existsSync(RESOLVER_FOLDER)) args.push('--ro-bind', RESOLVER_FOLDER, RESOLVER_FOLDER);
@@ -64,15 +69,38 @@ function baseArguments(options: BubblewrapOptions): string[] {
   return args;
 }
 
+const HOST_TMP = '/tmp';
+const underHostTmp = (file: string) => file === HOST_TMP || file.startsWith(`${HOST_TMP}/`);
+
+/**
+ * The folders under the host's /tmp that the command names (its program, a script, its cwd):
+ * the sandbox's /tmp is its own, so these are bound back read-only, at the same paths, for a
+ * command version (or a checkout) that lives there. DATA_DIR is hidden after them all the same.
+ */
+function hostTmpFolders(plan: ProcessPlan, cwd: string): string[] {
+  const folders = new Set<string>();
+  if (underHostTmp(cwd) && existsSync(cwd)) folders.add(realFolder(cwd));
+  for (const arg of plan.command) {
+    if (!arg.includes('/')) continue;
+    const file = path.resolve(cwd, arg);
+    if (underHostTmp(file) && existsSync(file)) folders.add(realFolder(path.dirname(file)));
+  }
+  folders.delete(HOST_TMP);
+  return [...folders];
+}
+
 /** Runners in Linux namespaces through bubblewrap. */
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
-  const base = baseArguments(options);
+  const leading = leadingArguments(options);
+  const hiding = hidingArguments(options);
   return {
     kind: 'bubblewrap',
     wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
       const cwd = path.resolve(plan.cwd);
       assertProgramExists(plan.command[0] ?? '', cwd, plan.env.PATH ?? '');
-      const args = [...base];
+      const args = [...leading];
+      for (const folder of hostTmpFolders(plan, cwd)) args.push('--ro-bind', folder, folder);
+      args.push(...hiding);
       for (const folder of confinement.readOnly) {
         const real = realFolder(folder);
         args.push('--ro-bind', real, real);
