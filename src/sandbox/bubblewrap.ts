@@ -73,7 +73,8 @@ const HOST_TMP = '/tmp';
 const underHostTmp = (file: string) => file === HOST_TMP || file.startsWith(`${HOST_TMP}/`);
 
 /**
- * The folders under the host's /tmp that the command names (its program, a script, its cwd):
+ * The folders under the host's /tmp that the command names (its program, a script, its cwd, its
+ * PYTHONPATH):
  * the sandbox's /tmp is its own, so these are bound back read-only, at the same paths, for a
  * command version (or a checkout) that lives there. DATA_DIR is hidden after them all the same.
  */
@@ -84,6 +85,11 @@ function hostTmpFolders(plan: ProcessPlan, cwd: string): string[] {
     if (!arg.includes('/')) continue;
     const file = path.resolve(cwd, arg);
     if (underHostTmp(file) && existsSync(file)) folders.add(realFolder(path.dirname(file)));
+  }
+  for (const entry of (plan.env.PYTHONPATH ?? '').split(':')) {
+    if (entry !== '' && underHostTmp(path.resolve(cwd, entry)) && existsSync(path.resolve(cwd, entry))) {
+      folders.add(realFolder(path.resolve(cwd, entry)));
+    }
   }
   folders.delete(HOST_TMP);
   return [...folders];
