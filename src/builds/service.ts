@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -16,6 +17,7 @@ import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
 import { newId } from '../ids.js';
 import { insertEvents } from '../runs/repository.js';
 import { type BuiltVersion, buildVersionFiles, readBuilt, removeVersionFiles } from './builder.js';
+import { PYTHON_RUNNER_DIR } from './environments.js';
 import { detectProject } from './project.js';
 import * as repo from './repository.js';
 import { BuildFailure, type BuildLogger } from './run-step.js';
@@ -225,7 +227,13 @@ export function createBuildService(options: BuildServiceOptions) {
       const bins = [built.binDir, path.dirname(process.execPath)].filter((dir): dir is string => dir !== null);
       const env: Record<string, string> = { ...values, ...version.env, PATH: [...bins, runnerPath].join(':') };
       if (built.importPaths.length > 0) env.PYTHONPATH = built.importPaths.join(':');
-      const readOnly = [path.dirname(built.projectDir), ...(built.environmentDir ? [built.environmentDir] : [])];
+      // The crewd Python runner, which the environment imports from crewd's own folder, wherever that lies.
+      const runner = built.environmentDir && existsSync(PYTHON_RUNNER_DIR) ? [PYTHON_RUNNER_DIR] : [];
+      const readOnly = [
+        path.dirname(built.projectDir),
+        ...(built.environmentDir ? [built.environmentDir] : []),
+        ...runner,
+      ];
       return { cwd: built.projectDir, env, readOnly };
     },
 
