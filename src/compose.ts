@@ -212,7 +212,11 @@ export async function composeServices({ config, database, logger, ...options }: 
       await listener?.start();
       remote?.start();
       await executor.start();
-      await builds.start();
+      // Builds left unfinished are taken up at the next start when the database is not up yet.
+      await builds.start().catch((error: unknown) => {
+        if (!isDatabaseUnavailable(error)) throw error;
+        logger.warn('the database cannot be reached: unfinished builds are taken up at the next start');
+      });
       await deliveryWorker.start();
       await cronScheduler.start();
     },
