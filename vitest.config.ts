@@ -7,6 +7,9 @@ export default defineConfig({
     // Each file gets its own database, so files run in parallel safely.
     fileParallelism: true,
     testTimeout: 30_000,
+    // CI runs every suite on two cores: a test whose timing the load upset gets one more try there.
+    // A failure that repeats still fails; the flaky ones are listed in the session notes to be fixed.
+    retry: process.env.CI ? 1 : 0,
     hookTimeout: 60_000,
     reporters: process.env.CI ? ['default'] : ['default'],
   },
