@@ -175,8 +175,8 @@ export function createCronScheduler(options: {
 
   async function fire(cron: repo.ClaimedCron, claimedAt: Date, claim: Date): Promise<void> {
     const dueAt = cron.due_at as Date;
-    const early = dueAt.getTime() - Date.now();
-    if (early > 0) await sleep(early);
+    // A timer may fire a millisecond early by the wall clock; a run never starts before its time.
+    while (Date.now() < dueAt.getTime()) await sleep(Math.max(1, dueAt.getTime() - Date.now()));
     let outcome: { runId: string; at: Date } | { error: string };
     try {
       outcome = { runId: await startRun(cron, dueAt), at: new Date() };
