@@ -17,22 +17,25 @@ export function findBundleData(db: Db, sha256: string) {
   return db.selectFrom('bundles').select(['data']).where('sha256', '=', sha256).executeTakeFirst();
 }
 
+/** What builds, streams and runs read of a version, with its organization. */
+const versionColumns = [
+  'v.id',
+  'v.deployment_id',
+  'd.org_id',
+  'v.source',
+  'v.status',
+  'v.build_error',
+  'v.build_instance_id',
+  'v.bundle_sha256',
+  'v.env',
+] as const;
+
 /** A version with its organization, for builds, streams and runs. */
 export function findVersionForBuild(db: Db, versionId: string) {
   return db
     .selectFrom('deployment_versions as v')
     .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
-    .select([
-      'v.id',
-      'v.deployment_id',
-      'd.org_id',
-      'v.source',
-      'v.status',
-      'v.build_error',
-      'v.build_instance_id',
-      'v.bundle_sha256',
-      'v.env',
-    ])
+    .select(versionColumns)
     .where('v.id', '=', versionId)
     .executeTakeFirst();
 }
@@ -43,15 +46,7 @@ export function findVersionForLaunch(db: Db, versionId: string) {
     .selectFrom('deployment_versions as v')
     .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
     .select([
-      'v.id',
-      'v.deployment_id',
-      'd.org_id',
-      'v.source',
-      'v.status',
-      'v.build_error',
-      'v.build_instance_id',
-      'v.bundle_sha256',
-      'v.env',
+      ...versionColumns,
       sql<
         StoredVariable[] | null
       >`(select json_agg(json_build_object('name', dv.name, 'value', dv.value, 'encrypted', dv.encrypted))
