@@ -1,11 +1,15 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
-    // Each file gets its own database, so files run in parallel safely.
+    // Each file gets its own database, so files run in parallel safely. Most of a file's time is spent
+    // waiting on processes it started, so two files at once even on a machine of two cores (where
+    // vitest's default would be one at a time).
     fileParallelism: true,
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 30_000,
     // CI runs every suite on two cores: a test whose timing the load upset gets one more try there.
     // A failure that repeats still fails; the flaky ones are listed in the session notes to be fixed.

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { packProject } from '../src/cli/pack.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, printFigure } from './lib/figures.js';
-import { type Proc, startProcess } from './lib/node-process.js';
+import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.js';
 
 /*
  * `npm run bench -- builds`: two crewd instances on one PostgreSQL database, as real processes.
@@ -32,18 +32,13 @@ print(json.dumps({"type": "run.completed", "data": {"output": {"six": six.__vers
 `;
 
 function startCrewd(databaseUrl: string, dataDir: string): Promise<Proc> {
-  return startProcess(
-    ['--import', 'tsx', 'src/server.ts'],
-    {
-      DATABASE_URL: databaseUrl,
-      DATA_DIR: dataDir,
-      BOOTSTRAP_API_KEY: KEY,
-      LOG_LEVEL: 'warn',
-      HOME: process.env.HOME ?? '',
-      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('PIP_'))),
-    },
-    '/readyz',
+  const pipSettings = Object.entries(process.env).filter(
+    (entry): entry is [string, string] => entry[0].startsWith('PIP_') && entry[1] !== undefined,
   );
+  return startCrewdProcess(databaseUrl, dataDir, KEY, {
+    HOME: process.env.HOME ?? '',
+    ...Object.fromEntries(pipSettings),
+  });
 }
 
 async function api(server: Proc, method: string, url: string, body?: unknown): Promise<Json> {

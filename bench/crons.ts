@@ -7,7 +7,7 @@ import pg from 'pg';
 import { createScratchDatabase } from './lib/database.js';
 import { percentile, printFigure } from './lib/figures.js';
 import { type JsonTarget, jsonRequest } from './lib/json-request.js';
-import { type Proc, startProcess } from './lib/node-process.js';
+import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.js';
 
 /*
  * `npm run bench -- crons`: CRONS_COUNT (default 200) crons, each due every second, for
@@ -28,18 +28,7 @@ const BASELINE_SECONDS = Number(process.env.CRONS_BASELINE_SECONDS ?? 10);
 const COMMAND = ['/bin/sh', '-c', 'echo \'{"type":"run.completed","data":{"output":{}}}\''];
 
 function startCrewd(databaseUrl: string, dataDir: string): Promise<Proc> {
-  return startProcess(
-    ['--import', 'tsx', 'src/server.ts'],
-    {
-      DATABASE_URL: databaseUrl,
-      DATA_DIR: dataDir,
-      BOOTSTRAP_API_KEY: KEY,
-      LOG_LEVEL: 'warn',
-      MAX_CONCURRENT_RUNS: '16',
-      INSTANCE_LEASE_SECONDS: '10',
-    },
-    '/readyz',
-  );
+  return startCrewdProcess(databaseUrl, dataDir, KEY, { MAX_CONCURRENT_RUNS: '16', INSTANCE_LEASE_SECONDS: '10' });
 }
 
 const nextWholeSecond = () => Math.ceil(Date.now() / 1000) * 1000;

@@ -8,7 +8,7 @@ import { deployCrew } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, percentile, printFigure } from './lib/figures.js';
 import { type JsonTarget, jsonRequest } from './lib/json-request.js';
-import { type Proc, startProcess } from './lib/node-process.js';
+import { type Proc, startCrewd } from './lib/node-process.js';
 
 /*
  * `npm run bench -- fanout`: how a burst sent to many event streams at once weighs on every other
@@ -110,17 +110,7 @@ export async function run(): Promise<void> {
   const dataDir = path.join(tmpdir(), `crewd-bench-fanout-${process.pid}`);
   let server: Proc | null = null;
   try {
-    server = await startProcess(
-      ['--import', 'tsx', 'src/server.ts'],
-      {
-        DATABASE_URL: scratch.url,
-        DATA_DIR: dataDir,
-        BOOTSTRAP_API_KEY: KEY,
-        LOG_LEVEL: 'warn',
-        MAX_EVENT_STREAMS_PER_KEY: String(CLIENTS),
-      },
-      '/readyz',
-    );
+    server = await startCrewd(scratch.url, dataDir, KEY, { MAX_EVENT_STREAMS_PER_KEY: String(CLIENTS) });
     const target: JsonTarget = { port: server.port, key: KEY, agent: new http.Agent({ keepAlive: true }) };
     const crew = await deployCrew(target, 'large-output.mjs');
 

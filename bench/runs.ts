@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,7 @@ import { CREWS, deployCrew, followRun, now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, percentile, printFigure } from './lib/figures.js';
 import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
-import { type Proc, startProcess } from './lib/node-process.js';
+import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.js';
 
 /*
  * `npm run bench -- runs`: the run path end to end on PostgreSQL, each figure against a baseline
@@ -22,19 +22,17 @@ const RUNNER_VARS = ['CREWD_RUN_ID', 'CREWD_DEPLOYMENT_ID', 'CREWD_VERSION_ID', 
 
 type Server = Proc;
 
-function startServer(databaseUrl: string, dataDir: string, sandbox: 'on' | 'off'): Promise<Server> {
-  return startProcess(
-    ['--import', 'tsx', 'src/server.ts'],
-    {
-      DATABASE_URL: databaseUrl,
-      DATA_DIR: dataDir,
-      BOOTSTRAP_API_KEY: KEY,
-      LOG_LEVEL: 'warn',
-      MAX_CONCURRENT_RUNS: '16',
-      RUNNER_SANDBOX: sandbox,
-    },
-    '/readyz',
-  );
+function startServer(
+  databaseUrl: string,
+  dataDir: string,
+  sandbox: 'on' | 'off',
+  spawner: 'helper' | 'direct' = 'helper',
+): Promise<Server> {
+  return startCrewdProcess(databaseUrl, dataDir, KEY, {
+    MAX_CONCURRENT_RUNS: '16',
+    RUNNER_SANDBOX: sandbox,
+    RUNNER_SPAWNER: spawner,
+  });
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -76,42 +74,59 @@ async function inParallel(total: number, width: number, task: (index: number) =>
   );
 }
 
-/** Runs through the sandboxed crewd, through a plain one, and direct spawns, in turn, so load changes hit all alike. */
-async function latency(server: Server, trivial: string, plain: { server: Server; trivial: string }): Promise<void> {
-  const input = { question: 'bench' };
-  for (let i = 0; i < 10; i++) {
-    await runToComplete(server, trivial, input);
-    await runToComplete(plain.server, plain.trivial, input);
-    await spawnCrew('trivial.mjs', input);
-  }
-  const api: number[] = [];
-  const plainApi: number[] = [];
-  const direct: number[] = [];
-  for (let i = 0; i < 100; i++) {
-    let start = now();
-    await runToComplete(server, trivial, input);
-    api.push(now() - start);
-    start = now();
-    await runToComplete(plain.server, plain.trivial, input);
-    plainApi.push(now() - start);
-    start = now();
-    await spawnCrew('trivial.mjs', input);
-    direct.push(now() - start);
-  }
-  printFigure('run latency, POST to complete, median', median(api), 'ms');
-  printFigure('run latency baseline, direct spawn to exit, median', median(direct), 'ms');
-  printFigure('run latency ratio (API ÷ direct spawn)', median(api) / median(direct), 'x', { op: '<=', target: 1.3 });
-  printFigure('run latency without the sandbox, POST to complete, median', median(plainApi), 'ms');
-  printFigure('run latency ratio (sandboxed ÷ plain runner)', median(api) / median(plainApi), 'x');
+interface Deployed {
+  server: Server;
+  trivial: string;
 }
 
-/** The run latency of a crewd whose runners are plain processes, on a database and DATA_DIR of its own. */
-async function withPlainServer(task: (plain: { server: Server; trivial: string }) => Promise<void>): Promise<void> {
+/** One latency sample: POST to complete through a crewd, or a direct spawn to exit when `through` is null. */
+async function sampleLatency(through: Deployed | null, input: Record<string, unknown>): Promise<number> {
+  const start = now();
+  if (through) await runToComplete(through.server, through.trivial, input);
+  else await spawnCrew('trivial.mjs', input);
+  return now() - start;
+}
+
+/**
+ * Runs through the sandboxed crewd, a plain one (spawner helper), a plain one spawning from the
+ * service itself, and direct spawns, in turn, so load changes hit all alike.
+ */
+async function latency(sandboxed: Deployed, plain: Deployed, plainDirect: Deployed): Promise<void> {
+  const input = { question: 'bench' };
+  const targets = [sandboxed, plain, plainDirect, null];
+  for (let i = 0; i < 10; i++) for (const through of targets) await sampleLatency(through, input);
+  const samples = {
+    api: [] as number[],
+    plainApi: [] as number[],
+    plainDirectApi: [] as number[],
+    direct: [] as number[],
+  };
+  for (let i = 0; i < 100; i++) {
+    samples.api.push(await sampleLatency(sandboxed, input));
+    samples.plainApi.push(await sampleLatency(plain, input));
+    samples.plainDirectApi.push(await sampleLatency(plainDirect, input));
+    samples.direct.push(await sampleLatency(null, input));
+  }
+  const api = median(samples.api);
+  const plainApi = median(samples.plainApi);
+  const plainDirectApi = median(samples.plainDirectApi);
+  const direct = median(samples.direct);
+  printFigure('run latency, POST to complete, median', api, 'ms');
+  printFigure('run latency baseline, direct spawn to exit, median', direct, 'ms');
+  printFigure('run latency ratio (API ÷ direct spawn)', api / direct, 'x', { op: '<=', target: 1.3 });
+  printFigure('run latency without the sandbox, POST to complete, median', plainApi, 'ms');
+  printFigure('run latency ratio (sandboxed ÷ plain runner)', api / plainApi, 'x');
+  printFigure('run latency without the sandbox, spawned by crewd itself (RUNNER_SPAWNER=direct)', plainDirectApi, 'ms');
+  printFigure('run latency ratio (spawner helper ÷ spawn from crewd, no sandbox)', plainApi / plainDirectApi, 'x');
+}
+
+/** A crewd whose runners are plain processes, on a database and DATA_DIR of its own, with the trivial crew. */
+async function withPlainServer(spawner: 'helper' | 'direct', task: (plain: Deployed) => Promise<void>): Promise<void> {
   const scratch = await createScratchDatabase();
-  const dataDir = path.join(tmpdir(), `crewd-bench-runs-plain-${process.pid}`);
+  const dataDir = path.join(tmpdir(), `crewd-bench-runs-plain-${spawner}-${process.pid}`);
   let server: Server | null = null;
   try {
-    server = await startServer(scratch.url, dataDir, 'off');
+    server = await startServer(scratch.url, dataDir, 'off', spawner);
     await task({ server, trivial: await deployCrew(target(server), 'trivial.mjs') });
   } finally {
     await server?.stop();
@@ -136,6 +151,38 @@ async function throughput(server: Server, trivial: string): Promise<void> {
   printFigure('throughput, 300 runs 8 at a time through the API', (300 / apiMs) * 1000, 'runs/s');
   printFigure('throughput baseline, 300 direct spawns 8 at a time', (300 / directMs) * 1000, 'runs/s');
   printFigure('throughput ratio (API ÷ direct spawn)', directMs / apiMs, 'x', { op: '>=', target: 0.8 });
+}
+
+/** 300 runs 8 at a time through the helper and through crewd's own spawn, in turn (both unsandboxed). */
+async function throughputOfSpawners(plain: Deployed, plainDirect: Deployed): Promise<void> {
+  const input = { question: 'bench' };
+  let helperMs = 0;
+  let directMs = 0;
+  for (let round = 0; round < 3; round++) {
+    let start = now();
+    await inParallel(100, 8, () => runToComplete(plain.server, plain.trivial, input));
+    helperMs += now() - start;
+    start = now();
+    await inParallel(100, 8, () => runToComplete(plainDirect.server, plainDirect.trivial, input));
+    directMs += now() - start;
+  }
+  printFigure('throughput, no sandbox, spawner helper', (300 / helperMs) * 1000, 'runs/s');
+  printFigure('throughput, no sandbox, spawned by crewd itself', (300 / directMs) * 1000, 'runs/s');
+  printFigure('throughput ratio (spawner helper ÷ spawn from crewd)', directMs / helperMs, 'x');
+}
+
+/**
+ * Why runners are forked by a helper: a spawn() from crewd itself blocks its event loop for a time
+ * that grows with crewd's memory. Measured in a separate Node process holding that much.
+ */
+function spawnBlocking(): void {
+  for (const megabytes of [100, 1000]) {
+    const script = path.join(import.meta.dirname, 'lib/spawn-block.mjs');
+    const [ms] = execFileSync(process.execPath, [script, String(megabytes)], { encoding: 'utf8' })
+      .trim()
+      .split(' ');
+    printFigure(`event loop blocked by one spawn() from a process holding ${megabytes} MB, median`, Number(ms), 'ms');
+  }
 }
 
 async function relay(server: Server, timed: string): Promise<void> {
@@ -261,7 +308,13 @@ export async function run(): Promise<void> {
     process.stdout.write('runners: bubblewrap sandbox (RUNNER_SANDBOX=on) unless a figure says otherwise\n');
     const trivial = await deployCrew(target(server), 'trivial.mjs');
     const timed = await deployCrew(target(server), 'timed-events.mjs');
-    await withPlainServer((plain) => latency(sandboxed, trivial, plain));
+    await withPlainServer('helper', (plain) =>
+      withPlainServer('direct', async (plainDirect) => {
+        await latency({ server: sandboxed, trivial }, plain, plainDirect);
+        await throughputOfSpawners(plain, plainDirect);
+        spawnBlocking();
+      }),
+    );
     await throughput(server, trivial);
     await relay(server, timed);
     await fanOut(server, timed);

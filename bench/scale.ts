@@ -9,7 +9,7 @@ import { deployCrew, followRun } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { printFigure } from './lib/figures.js';
 import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
-import { type Proc, startProcess } from './lib/node-process.js';
+import { type Proc, startCrewd as startCrewdProcess, startProcess } from './lib/node-process.js';
 
 /*
  * `npm run bench -- scale`: crewd on PostgreSQL as real processes (so their memory is read alone),
@@ -25,19 +25,11 @@ const RPS_SECONDS = Number(process.env.SCALE_RPS_SECONDS ?? 8);
 const MIXED_SECONDS = Number(process.env.SCALE_MIXED_SECONDS ?? 600);
 
 function startCrewd(databaseUrl: string, dataDir: string): Promise<Proc> {
-  return startProcess(
-    ['--import', 'tsx', 'src/server.ts'],
-    {
-      DATABASE_URL: databaseUrl,
-      DATA_DIR: dataDir,
-      BOOTSTRAP_API_KEY: KEY,
-      LOG_LEVEL: 'warn',
-      MAX_CONCURRENT_RUNS: '16',
-      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-      INSTANCE_LEASE_SECONDS: '10',
-    },
-    '/readyz',
-  );
+  return startCrewdProcess(databaseUrl, dataDir, KEY, {
+    MAX_CONCURRENT_RUNS: '16',
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    INSTANCE_LEASE_SECONDS: '10',
+  });
 }
 
 /** The baseline: Fastify with one route answering `body` (parsed once) from memory. */

@@ -1,5 +1,7 @@
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { createAccessService } from './access/service.js';
+import { createForkServers } from './builds/fork-servers.js';
 import { createBuildService } from './builds/service.js';
 import { createInstanceCaches } from './cache/instance-caches.js';
 import type { Config } from './config.js';
@@ -13,6 +15,7 @@ import { createVariableService } from './deployments/variables.js';
 import { createLocalEventBus } from './events/bus.js';
 import { composeFeeds } from './events/composite-feed.js';
 import { createPgEventFeed } from './events/pg-feed.js';
+import { createDirectSpawner } from './execution/direct-spawner.js';
 import { createRunExecutor } from './execution/executor.js';
 import { createInstanceLease, instanceName } from './execution/instance-lease.js';
 import type { ProcessLauncher } from './execution/launcher.js';
@@ -72,6 +75,17 @@ export interface ServiceDependencies {
  * The composition root: every service built once, from its dependencies, in the order a run
  * uses them. Nothing is installed into a service after it is made.
  */
+/** The launcher under the sandbox: the spawner helper unless RUNNER_SPAWNER=direct. */
+function plainLauncher(config: Config, logger: Logger): ProcessLauncher {
+  return config.runnerSpawner === 'direct' ? createDirectSpawner() : createSpawner(logger);
+}
+
+/** `folder`, when it lies outside `dataDir` (the sandbox hides DATA_DIR whole already). */
+function outside(folder: string, dataDir: string): string[] {
+  const relative = path.relative(path.resolve(dataDir), path.resolve(folder));
+  return relative.startsWith('..') || path.isAbsolute(relative) ? [folder] : [];
+}
+
 export async function composeServices({ config, database, logger, ...options }: ServiceDependencies) {
   const { db } = database;
   const sandbox =
@@ -80,6 +94,7 @@ export async function composeServices({ config, database, logger, ...options }: 
       mode: config.runnerSandbox,
       network: config.runnerNetwork,
       dataDir: config.dataDir,
+      hidden: outside(config.buildCacheDir, config.dataDir),
       logger,
     }));
   const timings = { ...DEFAULT_RUN_TIMINGS, ...options.timings };
@@ -100,6 +115,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     backend: database.backend,
     indexMinRows: config.tableIndexMinRows,
     maxBulkUpdateBytes: config.maxBulkUpdateBytes,
+    maxBulkDeleteRows: config.maxBulkDeleteRows,
     logger,
   });
 
@@ -132,7 +148,24 @@ export async function composeServices({ config, database, logger, ...options }: 
       : null;
   const bus = remote ? composeFeeds(local, remote) : local;
   const variables = createVariableService(db, config.secretsKey);
-  const builds = createBuildService({ db, logger, config, variables, bus, instanceId: lease.id });
+  // Runs and build steps start through the same launcher, in the same sandbox.
+  const launcher = options.launcher ?? sandboxedLauncher(plainLauncher(config, logger), sandbox);
+  const forkServers = createForkServers({
+    launcher,
+    logger,
+    idleSeconds: config.pythonForkServerIdleSeconds,
+    killGraceMs: timings.killGraceMs,
+  });
+  const builds = createBuildService({
+    db,
+    logger,
+    config,
+    variables,
+    bus,
+    instanceId: lease.id,
+    launcher,
+    forkServers,
+  });
   const wakeUps = createWakeUps(db, listener, logger);
   const queuedRunsMayStart = () => wakeUps.runsWaiting();
   const endRecorder = createEndRecorder({
@@ -146,7 +179,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     db,
     bus,
     endRecorder,
-    launcher: options.launcher ?? sandboxedLauncher(createSpawner(logger), sandbox),
+    launcher,
     running,
     lease,
     peers,
@@ -161,6 +194,8 @@ export async function composeServices({ config, database, logger, ...options }: 
     observer,
     wakeUps,
     prepareVersion: builds.prepareVersion,
+    // The servers' children are runs: they stop after them.
+    afterRunsStopped: () => forkServers.stop(),
   });
   const runs = createRunService({
     db,

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { z } from 'zod';
 
 const booleanString = z
@@ -41,6 +42,7 @@ const configSchema = z.object({
     .optional(),
   RUNNER_SANDBOX: z.enum(['auto', 'on', 'off'], { message: 'must be auto, on or off' }).default('auto'),
   RUNNER_NETWORK: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  RUNNER_SPAWNER: z.enum(['helper', 'direct'], { message: 'must be helper or direct' }).default('helper'),
   TABLE_INDEX_MIN_ROWS: z.coerce
     .number({ message: 'must be a number' })
     .int('must be an integer')
@@ -52,11 +54,17 @@ const configSchema = z.object({
   MAX_EVENT_STREAMS: count(1).default(4000),
   MAX_EVENT_STREAMS_PER_KEY: count(1).default(1000),
   MAX_BULK_UPDATE_BYTES: count(1).default(16 * 1024 * 1024),
+  MAX_BULK_DELETE_ROWS: count(1).default(100_000),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   TRUST_PROXY: booleanString.default(false),
   MAX_BUNDLE_MB: positiveNumber.default(50),
   MAX_CONCURRENT_BUILDS: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1).default(2),
   BUILD_TIMEOUT_SECONDS: positiveNumber.default(900),
+  BUILD_CACHE_DIR: z.string().min(1).optional(),
+  PYTHON_FORK_SERVER_IDLE_SECONDS: z.coerce
+    .number({ message: 'must be a number' })
+    .min(0, 'must be 0 or more')
+    .default(600),
   SECRETS_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
@@ -86,6 +94,8 @@ export interface Config {
   runnerSandbox: ParsedEnv['RUNNER_SANDBOX'];
   /** Runners share the host's network (on) or get an empty network namespace (off). */
   runnerNetwork: ParsedEnv['RUNNER_NETWORK'];
+  /** `helper`: runners forked by a small helper process; `direct`: by the service itself (for measuring). */
+  runnerSpawner: ParsedEnv['RUNNER_SPAWNER'];
   /** Requests with a missing or unknown key one client address may make per minute; 0: no limit. */
   failedAuthLimitPerMinute: number;
   /** Requests to incoming-webhook token URLs one client address may make per minute; 0: no limit. */
@@ -95,6 +105,8 @@ export interface Config {
   maxEventStreamsPerKey: number;
   /** Largest matched rows × update value bytes one bulk row update may write. */
   maxBulkUpdateBytes: number;
+  /** The most rows one bulk row delete may remove. */
+  maxBulkDeleteRows: number;
   /** Bearer token `/metrics` asks for; unset: `/metrics` answers loopback clients only. */
   metricsToken: string | undefined;
   /** Take the client address from X-Forwarded-For (only behind a proxy that sets it). */
@@ -108,6 +120,10 @@ export interface Config {
   maxBundleBytes: number;
   maxConcurrentBuilds: number;
   buildTimeoutSeconds: number;
+  /** Built environments and package-tool caches, per organization; default DATA_DIR/environments. */
+  buildCacheDir: string;
+  /** A Python version's fork server exits after this long without a run; 0: no fork servers. */
+  pythonForkServerIdleSeconds: number;
   /** Encrypts deployment variables at rest (AES-256-GCM) when set. */
   secretsKey: string | undefined;
   /** What build steps get of the service's environment: HOME, proxies, pip, uv and npm settings. */
@@ -149,18 +165,22 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsPort: parsed.METRICS_PORT,
     runnerSandbox: parsed.RUNNER_SANDBOX,
     runnerNetwork: parsed.RUNNER_NETWORK,
+    runnerSpawner: parsed.RUNNER_SPAWNER,
     tableIndexMinRows: parsed.TABLE_INDEX_MIN_ROWS,
     failedAuthLimitPerMinute: parsed.FAILED_AUTH_LIMIT_PER_MINUTE,
     incomingWebhookLimitPerMinute: parsed.INCOMING_WEBHOOK_LIMIT_PER_MINUTE,
     maxEventStreams: parsed.MAX_EVENT_STREAMS,
     maxEventStreamsPerKey: parsed.MAX_EVENT_STREAMS_PER_KEY,
     maxBulkUpdateBytes: parsed.MAX_BULK_UPDATE_BYTES,
+    maxBulkDeleteRows: parsed.MAX_BULK_DELETE_ROWS,
     metricsToken: parsed.METRICS_TOKEN,
     trustProxy: parsed.TRUST_PROXY,
     runnerPath: parsed.PATH,
     maxBundleBytes: Math.round(parsed.MAX_BUNDLE_MB * 1024 * 1024),
     maxConcurrentBuilds: parsed.MAX_CONCURRENT_BUILDS,
     buildTimeoutSeconds: parsed.BUILD_TIMEOUT_SECONDS,
+    buildCacheDir: parsed.BUILD_CACHE_DIR ?? path.join(parsed.DATA_DIR, 'environments'),
+    pythonForkServerIdleSeconds: parsed.PYTHON_FORK_SERVER_IDLE_SECONDS,
     secretsKey: parsed.SECRETS_KEY,
     buildEnv: Object.fromEntries(
       Object.entries(present).filter((entry): entry is [string, string] => BUILD_TOOL_SETTINGS.test(entry[0])),

@@ -79,3 +79,17 @@ export async function startProcess(args: string[], env: Record<string, string>, 
     },
   };
 }
+
+/** crewd (src/server.ts) as a process of its own on `databaseUrl` and `dataDir`, ready once /readyz answers. */
+export function startCrewd(
+  databaseUrl: string,
+  dataDir: string,
+  key: string,
+  settings: Record<string, string> = {},
+): Promise<Proc> {
+  return startProcess(
+    ['--import', 'tsx', 'src/server.ts'],
+    { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, BOOTSTRAP_API_KEY: key, LOG_LEVEL: 'warn', ...settings },
+    '/readyz',
+  );
+}

@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
-import { readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ensureEnvironment, type ToolContext } from './environments.js';
+import { COMPLETE, organizationCache, toolCacheEnv } from './environment-cache.js';
+import { ensureEnvironment } from './environments.js';
 import { detectProject, type Project } from './project.js';
-import { BuildFailure } from './run-step.js';
+import { BuildFailure, type StepTools } from './run-step.js';
 import { inspectBundle, unpackBundle } from './unpack.js';
 
 /** Where a version's files live on this instance's disk. */
@@ -12,8 +13,14 @@ export function versionPaths(dataDir: string, versionId: string) {
   return { home, project: path.join(home, 'project'), built: path.join(home, 'built.json') };
 }
 
-/** Environments are shared by the versions of one organization only: a crew can never touch another's. */
-export const environmentsDir = (dataDir: string, orgId: string) => path.resolve(dataDir, 'environments', orgId);
+/** Where builds keep their files: DATA_DIR, and the environment cache (BUILD_CACHE_DIR). */
+export interface BuildDirs {
+  dataDir: string;
+  cacheDir: string;
+}
+
+/** What a build runs its steps with; the folders they may write are the build's own. */
+export type BuildTools = Omit<StepTools, 'writable'>;
 
 /** A version built on this instance: what a run of it needs. */
 export interface BuiltVersion {
@@ -26,13 +33,34 @@ export interface BuiltVersion {
   importPaths: string[];
 }
 
-export async function readBuilt(dataDir: string, versionId: string): Promise<BuiltVersion | null> {
-  const { built } = versionPaths(dataDir, versionId);
+async function readBuiltFile(file: string): Promise<BuiltVersion | null> {
   try {
-    return JSON.parse(await readFile(built, 'utf8')) as BuiltVersion;
+    return JSON.parse(await readFile(file, 'utf8')) as BuiltVersion;
   } catch {
     return null;
   }
+}
+
+/** The version's built files here, or null when missing or when their environment is gone from the cache. */
+export async function readBuilt(dataDir: string, versionId: string): Promise<BuiltVersion | null> {
+  const built = await readBuiltFile(versionPaths(dataDir, versionId).built);
+  if (built?.environmentDir && !existsSync(path.join(built.environmentDir, COMPLETE))) return null;
+  return built;
+}
+
+/** The ids of the versions with files on this instance. */
+export async function versionsOnDisk(dataDir: string): Promise<string[]> {
+  return readdir(path.resolve(dataDir, 'versions')).catch(() => []);
+}
+
+/** The environments the versions built here use. */
+export async function environmentsInUse(dataDir: string): Promise<Set<string>> {
+  const used = new Set<string>();
+  for (const id of await versionsOnDisk(dataDir)) {
+    const built = await readBuiltFile(versionPaths(dataDir, id).built);
+    if (built?.environmentDir) used.add(built.environmentDir);
+  }
+  return used;
 }
 
 /**
@@ -41,13 +69,20 @@ export async function readBuilt(dataDir: string, versionId: string): Promise<Bui
  * built here only when all of it is. What a failed build made is removed.
  */
 export async function buildVersionFiles(
-  dataDir: string,
+  dirs: BuildDirs,
   versionId: string,
-  bundle: { data: Buffer; sha256: string; orgId: string },
-  tools: ToolContext,
+  bundle: { data: Buffer; orgId: string },
+  tools: BuildTools,
 ): Promise<BuiltVersion> {
-  const paths = versionPaths(dataDir, versionId);
+  const paths = versionPaths(dirs.dataDir, versionId);
+  const orgDir = organizationCache(dirs.cacheDir, bundle.orgId);
+  const stepTools: StepTools = {
+    ...tools,
+    env: { ...tools.env, ...toolCacheEnv(orgDir) },
+    writable: [paths.home, orgDir],
+  };
   await rm(paths.home, { recursive: true, force: true });
+  let release = () => {};
   try {
     let project: Project;
     try {
@@ -57,13 +92,11 @@ export async function buildVersionFiles(
       throw new BuildFailure('unpacking the bundle', `unpacking the bundle failed: ${(error as Error).message}`);
     }
     tools.log(`unpacked into ${paths.project}`, 'stdout');
-    const environment = await ensureEnvironment(
-      project,
-      paths.project,
-      bundle.sha256,
-      environmentsDir(dataDir, bundle.orgId),
-      tools,
-    );
+    // Both are bound into the sandbox of the build's steps, so they must be there.
+    await mkdir(orgDir, { recursive: true });
+    const ensured = await ensureEnvironment(project, paths.project, { orgDir, dataDir: dirs.dataDir }, stepTools);
+    release = ensured.release;
+    const environment = ensured.environment;
     const ownModules = path.join(paths.project, 'node_modules');
     if (environment.nodeModules && !existsSync(ownModules)) await symlink(environment.nodeModules, ownModules, 'dir');
     const built: BuiltVersion = {
@@ -78,6 +111,8 @@ export async function buildVersionFiles(
     await rm(paths.home, { recursive: true, force: true });
     if (error instanceof BuildFailure) throw error;
     throw new BuildFailure('building', `building failed: ${(error as Error).message}`);
+  } finally {
+    release();
   }
 }
 

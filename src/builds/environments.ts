@@ -1,32 +1,16 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { COMPLETE, claim, lock, pin } from './environment-cache.js';
+import { environmentKey, PYTHON_RUNNER_DIR, versionOf } from './environment-key.js';
 import type { Project } from './project.js';
-import { type BuildLogger, runStep, type StepPlan } from './run-step.js';
+import { BuildFailure, runStep, type StepTools } from './run-step.js';
 
-const run = promisify(execFile);
+export { PYTHON_RUNNER_DIR } from './environment-key.js';
 
-/**
- * The crewd Python runner's package folder (runners/python of this repository), whether the service
- * runs from src/ or compiled from dist/src/; a build goes without it when it is not there.
- */
-export const PYTHON_RUNNER_DIR =
-  ['../../runners/python', '../../../runners/python']
-    .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
-    .find((folder) => existsSync(folder)) ?? fileURLToPath(new URL('../../runners/python', import.meta.url));
-
-export interface ToolContext {
-  /** The environment of build steps (PATH and package-tool settings). */
-  env: Record<string, string>;
-  log: BuildLogger;
-  deadline: number;
-  /** Aborted when the service stops: the step's processes are ended. */
-  signal?: AbortSignal;
-}
+const execute = promisify(execFile);
 
 /** A built environment: where runs find their interpreter and packages. */
 export interface BuiltEnvironment {
@@ -38,7 +22,7 @@ export interface BuiltEnvironment {
   nodeModules: string | null;
 }
 
-async function which(program: string, env: Record<string, string>): Promise<string | null> {
+function which(program: string, env: Record<string, string>): string | null {
   for (const dir of (env.PATH ?? '').split(':')) {
     if (!dir) continue;
     const candidate = path.join(dir, program);
@@ -47,73 +31,28 @@ async function which(program: string, env: Record<string, string>): Promise<stri
   return null;
 }
 
-const memo = new Map<string, Promise<string>>();
-/** The version line of a tool, asked once per process: part of the cache key. */
-function versionOf(command: string[], env: Record<string, string>): Promise<string> {
-  const key = command.join(' ');
-  let found = memo.get(key);
+const interpreters = new Map<string, Promise<string>>();
+/**
+ * The interpreter behind `python3` on PATH. A version manager's shim (pyenv) runs hooks after
+ * `pip install` that write to its own folder, which a build step in the sandbox may not: the build
+ * calls the interpreter itself.
+ */
+function python3Of(env: Record<string, string>): Promise<string> {
+  const key = env.PATH ?? '';
+  let found = interpreters.get(key);
   if (!found) {
-    const [program = '', ...args] = command;
-    found = run(program, args, { env }).then(
-      ({ stdout, stderr }) => `${stdout}${stderr}`.trim(),
-      () => 'unavailable',
+    found = execute('python3', ['-c', 'import sys; print(sys.executable)'], { env }).then(
+      ({ stdout }) => stdout.trim() || 'python3',
+      () => 'python3',
     );
-    memo.set(key, found);
+    interpreters.set(key, found);
   }
   return found;
 }
 
-/** Names, sizes and times of the runner's files: changes to the runner make new environments. */
-async function folderFingerprint(folder: string): Promise<string> {
-  if (!existsSync(folder)) return 'absent';
-  const entries = await readdir(folder, { recursive: true, withFileTypes: true });
-  const parts: string[] = [];
-  for (const entry of entries) {
-    if (!entry.isFile() || /__pycache__|\.pytest_cache|\.egg-info/.test(entry.parentPath)) continue;
-    const file = path.join(entry.parentPath, entry.name);
-    const info = await stat(file);
-    parts.push(`${path.relative(folder, file)}:${info.size}:${info.mtimeMs}`);
-  }
-  return parts.sort().join('\n');
-}
-
-/**
- * The cache key of a project's environment: what determines it, and nothing else. The dependency
- * files and the runtime's version; a project installed as a package adds its whole bundle.
- */
-export async function environmentKey(
-  project: Project,
-  projectDir: string,
-  bundleSha256: string,
-  env: Record<string, string>,
-): Promise<string | null> {
-  const hash = createHash('sha256');
-  const file = async (name: string) => {
-    const full = path.join(projectDir, name);
-    hash.update(`\0${name}\0`);
-    hash.update(existsSync(full) ? await readFile(full) : 'absent');
-  };
-  if (project.python) {
-    const python = project.python;
-    hash.update(`python\0${await versionOf(['python3', '--version'], env)}\0`);
-    hash.update(await folderFingerprint(PYTHON_RUNNER_DIR));
-    for (const name of python.requirementFiles) await file(name);
-    hash.update(`\0names\0${python.names.join('\0')}`);
-    if (python.localPackages.length > 0) hash.update(`\0bundle\0${bundleSha256}`);
-    return hash.digest('hex');
-  }
-  if (project.nodeInstall) {
-    hash.update(`node\0${process.version}\0${await versionOf(['npm', '--version'], env)}\0`);
-    await file('package.json');
-    await file('package-lock.json');
-    return hash.digest('hex');
-  }
-  return null;
-}
-
 /** Whether this machine's pip can install into another interpreter (`pip --python`, pip 22.3 and newer). */
-async function pipTakesPython(env: Record<string, string>): Promise<boolean> {
-  const version = /pip (\d+)\.(\d+)/.exec(await versionOf(['python3', '-m', 'pip', '--version'], env));
+async function pipTakesPython(python3: string, env: Record<string, string>): Promise<boolean> {
+  const version = /pip (\d+)\.(\d+)/.exec(await versionOf([python3, '-m', 'pip', '--version'], env));
   if (!version) return false;
   const [major, minor] = [Number(version[1]), Number(version[2])];
   return major > 22 || (major === 22 && minor >= 3);
@@ -137,116 +76,136 @@ async function sitePackages(venv: string): Promise<string> {
   return path.join(lib, pythons[0], 'site-packages');
 }
 
-/**
- * A virtual environment with the project's dependencies (uv when on PATH, else pip) and the crewd
- * runner. The runner is put on the import path with a .pth file rather than built as a wheel:
- * it is standard library only, and building it would cost seconds on every build.
- */
-async function buildPython(project: Project, projectDir: string, venv: string, tools: ToolContext): Promise<void> {
-  const step = (name: string, command: string[]) =>
-    runStep(
-      name,
-      { command, cwd: projectDir, env: tools.env } satisfies StepPlan,
-      tools.log,
-      tools.deadline,
-      tools.signal,
-    );
-  const installs = installArguments(project, projectDir);
-  const uv = await which('uv', tools.env);
+/** The commands that make the venv and install into it: uv when on PATH, else the machine's pip. */
+async function pythonCommands(installs: string[], venv: string, tools: StepTools): Promise<string[][]> {
+  const python = path.join(venv, 'bin', 'python');
+  const uv = which('uv', tools.env);
   if (uv) {
-    await step('creating the virtual environment', [uv, 'venv', '--python', 'python3', venv]);
-    if (installs.length > 0) {
-      await step('installing the dependencies', [
-        uv,
-        'pip',
-        'install',
-        '--python',
-        path.join(venv, 'bin', 'python'),
-        ...installs,
-      ]);
-    }
-  } else if (await pipTakesPython(tools.env)) {
-    // The machine's pip installs into a venv made without its own pip: much faster than ensurepip.
-    await step('creating the virtual environment', ['python3', '-m', 'venv', '--without-pip', venv]);
-    if (installs.length > 0) {
-      await step('installing the dependencies', [
-        'python3',
-        '-m',
-        'pip',
-        '--python',
-        path.join(venv, 'bin', 'python'),
-        'install',
-        ...installs,
-      ]);
-    }
-  } else {
-    await step('creating the virtual environment', ['python3', '-m', 'venv', venv]);
-    if (installs.length > 0) {
-      await step('installing the dependencies', [
-        path.join(venv, 'bin', 'python'),
-        '-m',
-        'pip',
-        'install',
-        ...installs,
-      ]);
-    }
+    tools.log(`using uv (${uv})`, 'stdout');
+    // The python3 of PATH, as pip's venv would take and the cache key names, not one uv prefers.
+    return [
+      [uv, 'venv', '--python', which('python3', tools.env) ?? 'python3', venv],
+      [uv, 'pip', 'install', '--python', python, ...installs],
+    ];
   }
+  tools.log('using pip (uv is not on PATH)', 'stdout');
+  const python3 = await python3Of(tools.env);
+  if (await pipTakesPython(python3, tools.env)) {
+    // The machine's pip installs into a venv made without its own pip: much faster than ensurepip.
+    return [
+      [python3, '-m', 'venv', '--without-pip', venv],
+      [python3, '-m', 'pip', '--python', python, 'install', ...installs],
+    ];
+  }
+  return [
+    [python3, '-m', 'venv', venv],
+    [python, '-m', 'pip', 'install', ...installs],
+  ];
+}
+
+/**
+ * A virtual environment with the project's dependencies and the crewd runner. The runner is put
+ * on the import path with a .pth file rather than built as a wheel: it is standard library only,
+ * and building it would cost seconds on every build.
+ */
+async function buildPython(project: Project, projectDir: string, venv: string, given: StepTools): Promise<void> {
+  // uv trusts the machine's certificate store as pip does (a proxy's own authority included); its own settings win.
+  const tools = { ...given, env: { UV_SYSTEM_CERTS: '1', UV_NATIVE_TLS: '1', ...given.env } };
+  const installs = installArguments(project, projectDir);
+  const [create, install] = await pythonCommands(installs, venv, tools);
+  if (create) await runStep('creating the virtual environment', create, projectDir, tools);
+  if (install && installs.length > 0) await runStep('installing the dependencies', install, projectDir, tools);
   if (existsSync(PYTHON_RUNNER_DIR)) {
     await writeFile(path.join(await sitePackages(venv), 'crewd-runner.pth'), `${PYTHON_RUNNER_DIR}\n`);
     tools.log(`crewd runner: ${PYTHON_RUNNER_DIR}`, 'stdout');
   }
 }
 
-async function buildNode(projectDir: string, target: string, tools: ToolContext): Promise<void> {
+async function buildNode(projectDir: string, target: string, tools: StepTools): Promise<void> {
   await copyFile(path.join(projectDir, 'package.json'), path.join(target, 'package.json'));
   const locked = existsSync(path.join(projectDir, 'package-lock.json'));
   if (locked) await copyFile(path.join(projectDir, 'package-lock.json'), path.join(target, 'package-lock.json'));
   const command = ['npm', locked ? 'ci' : 'install', '--omit=dev', '--no-audit', '--no-fund'];
-  const plan = { command, cwd: target, env: tools.env };
-  await runStep('installing the dependencies', plan, tools.log, tools.deadline, tools.signal);
+  await runStep('installing the dependencies', command, target, tools);
+}
+
+/** Where the environment cache is, and which installation uses it (its claims are by DATA_DIR). */
+export interface CachePlace {
+  /** The organization's folder of the cache. */
+  orgDir: string;
+  dataDir: string;
 }
 
 const building = new Map<string, Promise<void>>();
-const COMPLETE = '.complete';
+
+/** Builds the environment in place under its lock, unless another process finished it meanwhile. */
+async function buildUnderLock(
+  project: Project,
+  projectDir: string,
+  home: string,
+  place: CachePlace,
+  tools: StepTools,
+): Promise<void> {
+  let waiting = false;
+  const release = await lock(home, () => {
+    if (!waiting) tools.log('waiting for another process building the same environment', 'stdout');
+    waiting = true;
+    if (tools.signal?.aborted) return 'the service is shutting down';
+    return Date.now() > tools.deadline ? 'timed out waiting for another build of the same environment' : null;
+  }).catch((error: Error) => {
+    throw new BuildFailure('waiting for the environment', `waiting for the environment: ${error.message}`);
+  });
+  try {
+    if (existsSync(path.join(home, COMPLETE))) {
+      await claim(home, place.dataDir);
+      tools.log(`environment ${path.basename(home).slice(0, 12)} from the cache`, 'stdout');
+      return;
+    }
+    await rm(home, { recursive: true, force: true });
+    await mkdir(home, { recursive: true });
+    try {
+      if (project.python) await buildPython(project, projectDir, path.join(home, 'venv'), tools);
+      else await buildNode(projectDir, home, tools);
+      await claim(home, place.dataDir);
+      await writeFile(path.join(home, COMPLETE), new Date().toISOString());
+    } catch (error) {
+      await rm(home, { recursive: true, force: true });
+      throw error;
+    }
+  } finally {
+    await release();
+  }
+}
 
 /**
- * The project's environment from the cache under `envsDir`, built there first when missing. Built
- * in place (a venv's scripts name their own folder), and counted as there only once its marker file
- * is written last, so a failed build is cleared and made again.
+ * The project's environment from the cache, built there first when missing. Built in place (a
+ * venv's scripts name their own folder), and counted as there only once its marker file is written
+ * last, so a failed build is cleared and made again. The environment stays pinned, safe from
+ * cleanup, until the caller calls `release` (once the version's files name it).
  */
 export async function ensureEnvironment(
   project: Project,
   projectDir: string,
-  bundleSha256: string,
-  envsDir: string,
-  tools: ToolContext,
-): Promise<BuiltEnvironment> {
-  const key = await environmentKey(project, projectDir, bundleSha256, tools.env);
-  if (!key) return { home: null, binDir: null, nodeModules: null };
-  const home = path.join(envsDir, key);
-  const result: BuiltEnvironment = project.python
+  place: CachePlace,
+  tools: StepTools,
+): Promise<{ environment: BuiltEnvironment; release: () => void }> {
+  const key = await environmentKey(project, projectDir, tools.env);
+  if (!key) return { environment: { home: null, binDir: null, nodeModules: null }, release: () => {} };
+  const home = path.join(place.orgDir, key);
+  const environment: BuiltEnvironment = project.python
     ? { home, binDir: path.join(home, 'venv', 'bin'), nodeModules: null }
     : { home, binDir: path.join(home, 'node_modules', '.bin'), nodeModules: path.join(home, 'node_modules') };
-  if (existsSync(path.join(home, COMPLETE))) {
-    tools.log(`environment ${key.slice(0, 12)} from the cache`, 'stdout');
-    return result;
+  const release = pin(home);
+  try {
+    let pending = building.get(home);
+    if (!pending) {
+      pending = buildUnderLock(project, projectDir, home, place, tools).finally(() => building.delete(home));
+      building.set(home, pending);
+    }
+    await pending;
+  } catch (error) {
+    release();
+    throw error;
   }
-  let pending = building.get(key);
-  if (!pending) {
-    pending = (async () => {
-      await rm(home, { recursive: true, force: true });
-      await mkdir(home, { recursive: true });
-      try {
-        if (project.python) await buildPython(project, projectDir, path.join(home, 'venv'), tools);
-        else await buildNode(projectDir, home, tools);
-        await writeFile(path.join(home, COMPLETE), new Date().toISOString());
-      } catch (error) {
-        await rm(home, { recursive: true, force: true });
-        throw error;
-      }
-    })().finally(() => building.delete(key));
-    building.set(key, pending);
-  }
-  await pending;
-  return result;
+  return { environment, release };
 }

@@ -47,6 +47,7 @@ export function findVersionForLaunch(db: Db, versionId: string) {
     .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
     .select([
       ...versionColumns,
+      'v.command',
       sql<
         StoredVariable[] | null
       >`(select json_agg(json_build_object('name', dv.name, 'value', dv.value, 'encrypted', dv.encrypted))
@@ -130,4 +131,11 @@ export async function lastEventSeq(db: Db, id: string): Promise<number> {
 
 export function deleteEvents(db: Db, id: string) {
   return db.deleteFrom('run_events').where('run_id', '=', id).execute();
+}
+
+/** Which of these versions still exist. */
+export async function existingVersionIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('deployment_versions').select('id').where('id', 'in', ids).execute();
+  return new Set(rows.map((row) => row.id));
 }

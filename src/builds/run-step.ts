@@ -1,16 +1,26 @@
-import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ProcessLauncher } from '../execution/launcher.js';
 import { terminateGroup } from '../execution/process-group.js';
-
-/** One process of a build: what a sandbox would wrap (CONTRACTS §12). */
-export interface StepPlan {
-  command: string[];
-  cwd: string;
-  env: Record<string, string>;
-}
 
 /** Where a build writes its output, line by line. */
 export type BuildLogger = (message: string, stream: 'stdout' | 'stderr') => void;
+
+/** What every step of one build runs with. */
+export interface StepTools {
+  /** The runners' launcher: steps start in the same sandbox as runs (CONTRACTS §12). */
+  launcher: ProcessLauncher;
+  /** The environment of build steps (PATH, package-tool settings and caches). */
+  env: Record<string, string>;
+  /** Folders a step may write: the version's build folder and its organization's build cache. */
+  writable: string[];
+  log: BuildLogger;
+  deadline: number;
+  /** Aborted when the service stops: the step's processes are ended. */
+  signal?: AbortSignal | undefined;
+}
 
 /** The build failed: `step` names what failed, `message` says how, with its last output lines. */
 export class BuildFailure extends Error {
@@ -25,64 +35,65 @@ export class BuildFailure extends Error {
 
 const TAIL_LINES = 20;
 const KILL_GRACE_MS = 2000;
+/** How long output may still arrive after the step's process ended (a descendant holding the pipe). */
+const DRAIN_MS = 1000;
+
+function readLines(input: Readable, take: (line: string) => void): Promise<void> {
+  const lines = createInterface({ input });
+  lines.on('line', take);
+  return once(lines, 'close').then(() => undefined);
+}
+
+function failureReason(stopped: boolean, timedOut: boolean, exit: { code: number | null } | null): string {
+  if (stopped) return 'was stopped: the service is shutting down';
+  if (timedOut) return 'timed out';
+  if (exit === null) return 'was lost: the process launcher stopped';
+  return `exited with code ${exit.code}`;
+}
 
 /**
- * Runs one build step in its own process group, its output lines going to the build log; throws
- * BuildFailure when it exits non-zero or runs past `deadline` (a Date.now() value). Every build
- * process is started here, so that the sandbox can be put around them in one place.
+ * Runs one build step through the launcher, in the sandbox, with the network whatever
+ * RUNNER_NETWORK says (installing needs it), its output lines going to the build log; throws
+ * BuildFailure when it exits non-zero or runs past `tools.deadline` (a Date.now() value). Its whole
+ * process group ends with it, on a timeout and when the service stops.
  */
-export async function runStep(
-  step: string,
-  plan: StepPlan,
-  log: BuildLogger,
-  deadline: number,
-  signal?: AbortSignal,
-): Promise<void> {
+export async function runStep(step: string, command: string[], cwd: string, tools: StepTools): Promise<void> {
+  const { signal } = tools;
   if (signal?.aborted) throw new BuildFailure(step, `${step} was stopped: the service is shutting down`);
-  const [program, ...args] = plan.command;
-  if (!program) throw new BuildFailure(step, `${step}: nothing to run`);
-  log(`$ ${plan.command.join(' ')}`, 'stdout');
-  const child = spawn(program, args, {
-    cwd: plan.cwd,
-    env: plan.env,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+  if (command.length === 0) throw new BuildFailure(step, `${step}: nothing to run`);
+  tools.log(`$ ${command.join(' ')}`, 'stdout');
+  const launched = await tools.launcher.launch({
+    command,
+    cwd,
+    env: tools.env,
+    stdin: '',
+    confinement: { writable: tools.writable, readOnly: [], network: 'on' },
   });
+  if ('error' in launched) throw new BuildFailure(step, `${step} could not start (${launched.error})`);
   const tail: string[] = [];
   const take = (stream: 'stdout' | 'stderr') => (line: string) => {
-    log(line, stream);
+    tools.log(line, stream);
     tail.push(line);
     if (tail.length > TAIL_LINES) tail.shift();
   };
-  createInterface({ input: child.stdout }).on('line', take('stdout'));
-  createInterface({ input: child.stderr }).on('line', take('stderr'));
+  const output = Promise.all([readLines(launched.stdout, take('stdout')), readLines(launched.stderr, take('stderr'))]);
   let timedOut = false;
+  const stop = () => void terminateGroup(launched.pid, KILL_GRACE_MS);
   const timer = setTimeout(
     () => {
       timedOut = true;
-      if (child.pid) void terminateGroup(child.pid, KILL_GRACE_MS);
+      stop();
     },
-    Math.max(0, deadline - Date.now()),
+    Math.max(0, tools.deadline - Date.now()),
   );
-  const stop = () => {
-    if (child.pid) void terminateGroup(child.pid, KILL_GRACE_MS);
-  };
   signal?.addEventListener('abort', stop);
-  const outcome = await new Promise<{ code: number | null; error?: Error }>((resolve) => {
-    child.once('error', (error) => resolve({ code: null, error }));
-    child.once('close', (code) => resolve({ code }));
-  });
+  const exit = await launched.exit;
   clearTimeout(timer);
   signal?.removeEventListener('abort', stop);
-  if (child.pid) void terminateGroup(child.pid, 0);
-  if (outcome.code === 0 && !timedOut && !signal?.aborted) return;
-  const why = signal?.aborted
-    ? 'was stopped: the service is shutting down'
-    : timedOut
-      ? 'timed out'
-      : outcome.error
-        ? `could not start (${outcome.error.message})`
-        : `exited with code ${outcome.code}`;
+  // Whatever the step left in its group goes too (in the sandbox, the kernel ended it all already).
+  if (!launched.endsWithLeader) await terminateGroup(launched.pid, 0);
+  await Promise.race([output, sleep(DRAIN_MS)]);
+  if (exit?.code === 0 && !timedOut && !signal?.aborted) return;
   const lines = tail.length > 0 ? `\n${tail.join('\n')}` : '';
-  throw new BuildFailure(step, `${step} ${why}${lines}`);
+  throw new BuildFailure(step, `${step} ${failureReason(signal?.aborted === true, timedOut, exit)}${lines}`);
 }

@@ -13,11 +13,14 @@ import { notFound } from '../errors.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { BuildEnd } from '../events/types.js';
 import { RunEventLog } from '../execution/event-log.js';
+import type { ProcessLauncher } from '../execution/launcher.js';
 import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
 import { newId } from '../ids.js';
 import { insertEvents } from '../runs/repository.js';
 import { type BuiltVersion, buildVersionFiles, readBuilt, removeVersionFiles } from './builder.js';
+import { removeLeftovers, removeUnusedEnvironments } from './cleanup.js';
 import { PYTHON_RUNNER_DIR } from './environments.js';
+import type { ForkServers } from './fork-servers.js';
 import { detectProject } from './project.js';
 import * as repo from './repository.js';
 import { BuildFailure, type BuildLogger } from './run-step.js';
@@ -39,16 +42,25 @@ export interface VersionLaunch {
   env: Record<string, string>;
   /** Built files a sandbox mounts read-only. */
   readOnly: string[];
+  /** What the run starts instead of the version's command (a Python crew through its fork server). */
+  command?: string[];
 }
 
 export interface BuildServiceOptions {
   db: Kysely<Database>;
   logger: Logger;
-  config: Pick<Config, 'dataDir' | 'maxConcurrentBuilds' | 'buildTimeoutSeconds' | 'buildEnv' | 'runnerPath'>;
+  config: Pick<
+    Config,
+    'dataDir' | 'buildCacheDir' | 'maxConcurrentBuilds' | 'buildTimeoutSeconds' | 'buildEnv' | 'runnerPath'
+  >;
+  /** The runners' launcher, in the sandbox: build steps start through it too (CONTRACTS §12). */
+  launcher: ProcessLauncher;
   variables: VariableService;
   /** The run event bus (build logs share it). */
   bus: LocalEventBus;
   instanceId: string;
+  /** Python crews' fork servers; without them every run imports its crew afresh. */
+  forkServers?: ForkServers | undefined;
 }
 
 /**
@@ -66,8 +78,10 @@ export function createBuildService(options: BuildServiceOptions) {
   const stopped = new AbortController();
   const runnerPath = config.runnerPath ?? DEFAULT_RUNNER_PATH;
   const toolEnv = { ...config.buildEnv, PATH: `${path.dirname(process.execPath)}:${runnerPath}` };
+  const dirs = { dataDir: config.dataDir, cacheDir: config.buildCacheDir };
 
   const tools = (log: BuildLogger) => ({
+    launcher: options.launcher,
     env: toolEnv,
     log,
     deadline: Date.now() + config.buildTimeoutSeconds * 1000,
@@ -107,9 +121,9 @@ export function createBuildService(options: BuildServiceOptions) {
     try {
       if (!bundle) throw new BuildFailure('reading the bundle', 'reading the bundle failed: it is no longer stored');
       await buildVersionFiles(
-        config.dataDir,
+        dirs,
         versionId,
-        { data: bundle.data, sha256: version.bundle_sha256, orgId: version.org_id },
+        { data: bundle.data, orgId: version.org_id },
         tools((message, stream) => log.appendFromRunner('build.log', { message, stream })),
       );
       end = { status: 'ready', error: null };
@@ -137,6 +151,7 @@ export function createBuildService(options: BuildServiceOptions) {
       // Deleted while it was building: what the build left goes too.
       await repo.deleteEvents(db, versionId);
       await removeVersionFiles(config.dataDir, versionId);
+      await removeUnusedEnvironments(dirs, logger);
       return;
     }
     bus.publish(versionId, { seq: nextSeq, json: '', end });
@@ -152,12 +167,7 @@ export function createBuildService(options: BuildServiceOptions) {
         const bundle = version.bundle_sha256 ? await repo.findBundleData(db, version.bundle_sha256) : undefined;
         if (!bundle || !version.bundle_sha256) throw new Error('its bundle is no longer stored');
         log(`building version ${version.id} on this instance before its first run here`, 'stdout');
-        return buildVersionFiles(
-          config.dataDir,
-          version.id,
-          { data: bundle.data, sha256: version.bundle_sha256, orgId: version.org_id },
-          tools(log),
-        );
+        return buildVersionFiles(dirs, version.id, { data: bundle.data, orgId: version.org_id }, tools(log));
       })().finally(() => localBuilds.delete(version.id));
       localBuilds.set(version.id, pending);
     }
@@ -205,9 +215,15 @@ export function createBuildService(options: BuildServiceOptions) {
       return bundle.data;
     },
 
-    /** A version was deleted: its files here go (a build still going on cleans up after itself). */
+    /**
+     * A version was deleted: its files here go (a build still going on cleans up after itself),
+     * then the environments no version uses any more.
+     */
     async forget(versionId: string): Promise<void> {
-      if (!active.has(versionId)) await removeVersionFiles(config.dataDir, versionId);
+      options.forkServers?.forget(versionId);
+      if (active.has(versionId)) return;
+      await removeVersionFiles(config.dataDir, versionId);
+      await removeUnusedEnvironments(dirs, logger);
     },
 
     /**
@@ -234,11 +250,17 @@ export function createBuildService(options: BuildServiceOptions) {
         ...(built.environmentDir ? [built.environmentDir] : []),
         ...runner,
       ];
-      return { cwd: built.projectDir, env, readOnly };
+      const place = { cwd: built.projectDir, env, readOnly };
+      const forked = options.forkServers?.forkedRun(versionId, version.command, place);
+      return forked ? { ...place, ...forked } : place;
     },
 
-    /** Takes up builds an instance left unfinished (this installation's previous life included). */
+    /**
+     * Removes what deleted versions left here, then takes up builds an instance left unfinished
+     * (this installation's previous life included).
+     */
     async start(): Promise<void> {
+      await removeLeftovers(db, dirs, logger);
       for (const orphan of await repo.findOrphanedBuilds(db)) enqueue(orphan.id, orphan.build_instance_id);
     },
 

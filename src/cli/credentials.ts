@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { CliError } from './http.js';
+import { CliError } from './api.js';
 
 export interface Credentials {
   url: string;

@@ -1,27 +1,9 @@
 import path from 'node:path';
-import { type Api, CliError } from './http.js';
+import { uploadBundle } from '../client/index.js';
+import type { Api } from './api.js';
+import { resolveDeployment } from './deployments.js';
 import type { Io } from './output.js';
 import { packProject } from './pack.js';
-
-/** The deployment named (or with that id); created when no deployment has that name. */
-export async function resolveDeployment(api: Api, nameOrId: string, create: boolean): Promise<string> {
-  if (nameOrId.startsWith('dep_')) {
-    try {
-      return (await api.request('GET', `/v1/deployments/${encodeURIComponent(nameOrId)}`)).id;
-    } catch (error) {
-      if ((error as { status?: number }).status !== 404) throw error;
-    }
-  }
-  for (let offset = 0; ; offset += 1000) {
-    const { deployments } = await api.request('GET', `/v1/deployments?limit=1000&offset=${offset}`);
-    const found = (deployments as Array<{ id: string; name: string }>).find((d) => d.name === nameOrId);
-    if (found) return found.id;
-    if (deployments.length < 1000) break;
-  }
-  if (!create)
-    throw new CliError(`No deployment named ${nameOrId}: deploy it first (crewd deploy --deployment ${nameOrId})`);
-  return (await api.request('POST', '/v1/deployments', { json: { name: nameOrId } })).id;
-}
 
 export interface DeployOptions {
   deployment: string;
@@ -38,18 +20,16 @@ export async function deploy(api: Api, io: Io, dir: string, options: DeployOptio
   const bundle = await packProject(folder);
   io.err(`Packed ${folder} (${(bundle.length / 1024).toFixed(1)} KiB)`);
   const deploymentId = await resolveDeployment(api, options.deployment, true);
-  const query = options.environment ? `?environment=${options.environment}` : '';
-  const version = await api.request('POST', `/v1/deployments/${deploymentId}/versions${query}`, {
-    body: bundle,
-    contentType: 'application/gzip',
-  });
+  const query = options.environment ? { environment: options.environment } : {};
+  const version = await uploadBundle(api.client, deploymentId, bundle, query);
   io.err(`Version ${version.number} (${version.id}) of ${options.deployment} is building`);
   if (!options.wait) {
     io.out(version.id);
     return 0;
   }
   const complete = await api.follow(`/v1/deployments/${deploymentId}/versions/${version.id}/build/events`, (event) => {
-    if (event.data?.type === 'build.log') io.err(`  ${event.data.data?.message ?? ''}`);
+    const line = event.data.data as { message?: string } | undefined;
+    if (event.data.type === 'build.log') io.err(`  ${line?.message ?? ''}`);
   });
   io.out(version.id);
   if (complete.data.status === 'ready') {

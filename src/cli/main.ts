@@ -1,9 +1,14 @@
 import { Command, CommanderError, Option } from 'commander';
+import { ApiError, unwrap } from '../client/index.js';
+import { type Api, apiErrorMessage, CliError, createApi } from './api.js';
+import type { CliContext } from './context.js';
 import { loadCredentials, saveCredentials } from './credentials.js';
+import { cronsCommands } from './crons.js';
 import { deploy } from './deploy.js';
-import { type Api, CliError, createApi } from './http.js';
 import { type Io, processIo } from './output.js';
-import { listRuns, startRun, tail } from './runs.js';
+import { runCommand } from './run.js';
+import { runsCommands } from './runs.js';
+import { threadsCommands } from './threads.js';
 
 /** The `crewd` command: answers its exit code (0 success, 1 the run or build failed, 2 usage or connection). */
 export async function runCli(
@@ -12,15 +17,43 @@ export async function runCli(
   io: Io = processIo,
 ): Promise<number> {
   let exitCode = 0;
-  const api = (): Api => {
-    const { url, key } = loadCredentials(env);
-    return createApi(url, key);
+  let connected: Api | undefined;
+  const context: CliContext = {
+    api: () => {
+      if (connected) return connected;
+      const { url, key } = loadCredentials(env);
+      connected = createApi(url, key);
+      return connected;
+    },
+    io,
+    setExitCode: (code) => {
+      exitCode = code;
+    },
   };
   const program = new Command('crewd')
     .description('Deploy crews to crewd and run them')
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text.trimEnd()), writeErr: (text) => io.err(text.trimEnd()) });
+  loginCommand(program, env, io);
+  deployCommand(program, context);
+  runCommand(program, context);
+  runsCommands(program, context);
+  threadsCommands(program, context);
+  cronsCommands(program, context);
 
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    // --help and --version end here too, successfully.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    if (error instanceof ApiError) io.err(`crewd: ${apiErrorMessage(error)}`);
+    else io.err(`crewd: ${(error as Error).message}`);
+    return error instanceof CliError ? error.exitCode : 2;
+  }
+}
+
+function loginCommand(program: Command, env: NodeJS.ProcessEnv, io: Io) {
   program
     .command('login')
     .description('Save the URL and API key of a crewd service (a file only you can read)')
@@ -28,11 +61,14 @@ export async function runCli(
     .requiredOption('--key <key>', 'an API key (crewd_…)')
     .action(async (options: { url: string; key: string }) => {
       if (!/^https?:\/\//.test(options.url)) throw new CliError('--url must start with http:// or https://');
-      await createApi(options.url, options.key).request('GET', '/v1/runs?limit=1');
+      const { client } = createApi(options.url, options.key);
+      await unwrap(client.GET('/v1/runs', { params: { query: { limit: 1 } } }));
       const file = saveCredentials(env, { url: options.url, key: options.key });
       io.err(`Logged in to ${options.url}; saved in ${file}`);
     });
+}
 
+function deployCommand(program: Command, { api, io, setExitCode }: CliContext) {
   program
     .command('deploy')
     .description('Pack a project folder, upload it as a new version and follow its build')
@@ -42,66 +78,7 @@ export async function runCli(
     .option('--no-wait', 'print the version id and return without following the build')
     .action(
       async (dir: string, options: { deployment: string; environment?: 'production' | 'staging'; wait: boolean }) => {
-        exitCode = await deploy(api(), io, dir, options);
+        setExitCode(await deploy(api(), io, dir, options));
       },
     );
-
-  program
-    .command('run')
-    .description('Start a run of a deployment’s running version')
-    .argument('<deployment>', 'deployment name or id')
-    .option('--input <json|@file>', 'the run input: a JSON object, or @file.json')
-    .option('--thread <id>', 'run in this thread')
-    .addOption(new Option('--environment <environment>').choices(['production', 'staging']))
-    .option('--follow', 'follow its events (stderr) and print its output (stdout)', false)
-    .option('--json', 'with --follow: the events as JSON lines on stdout', false)
-    .action(async (deployment: string, options) => {
-      exitCode = await startRun(api(), io, deployment, options);
-    });
-
-  const runs = program.command('runs').description('List, read, cancel and follow runs');
-  runs
-    .command('list')
-    .option('--deployment <name|id>')
-    .option('--status <status>')
-    .option('--limit <n>', 'at most this many', '20')
-    .action(async (options) => {
-      exitCode = await listRuns(api(), io, options);
-    });
-  runs
-    .command('get')
-    .argument('<run id>')
-    .action(async (runId: string) => {
-      io.out(JSON.stringify(await api().request('GET', `/v1/runs/${encodeURIComponent(runId)}`), null, 2));
-    });
-  runs
-    .command('cancel')
-    .argument('<run id>')
-    .action(async (runId: string) => {
-      io.out(JSON.stringify(await api().request('POST', `/v1/runs/${encodeURIComponent(runId)}/cancel`)));
-    });
-  runs
-    .command('tail')
-    .description('Follow a run’s events live until it ends (reconnecting with Last-Event-ID)')
-    .argument('<run id>')
-    .option('--json', 'JSON lines instead of readable lines', false)
-    .action(async (runId: string, options: { json: boolean }) => {
-      exitCode = (await tail(api(), io, runId, options)).exitCode;
-    });
-
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-    return exitCode;
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      // --help and --version end here too, successfully.
-      return error.exitCode === 0 ? 0 : 2;
-    }
-    if (error instanceof CliError) {
-      io.err(`crewd: ${error.message}`);
-      return error.exitCode;
-    }
-    io.err(`crewd: ${(error as Error).message}`);
-    return 2;
-  }
 }

@@ -1,4 +1,4 @@
-import type { StreamEvent } from './http.js';
+import type { StreamEvent } from '../client/index.js';
 
 /** Where commands write: stdout for results, stderr for progress and messages. */
 export interface Io {
@@ -16,18 +16,24 @@ const compact = (value: unknown) => (value === undefined ? '' : JSON.stringify(v
 /** One event of a run as a line a person reads: `[seq] type  details`. */
 export function humanLine(event: StreamEvent): string {
   const { type, data } = event.data as { type: string; data?: Record<string, unknown> };
-  const prefix = event.id === null ? '' : `[${event.id}] `;
+  const prefix = event.seq === null ? '' : `[${event.seq}] `;
   if (type === 'log' && data && typeof data.message === 'string') {
     return `${prefix}log${data.stream === 'stderr' ? ' (stderr)' : ''}  ${data.message}`;
   }
   if (type === 'run.failed') return `${prefix}run.failed  ${String(data?.error ?? '')}`;
-  if (type === 'heartbeat') return `${prefix}heartbeat  ${String((event.data as { status?: string }).status ?? '')}`;
+  if (type === 'heartbeat') return `${prefix}heartbeat  ${String(event.data.status ?? '')}`;
   return `${prefix}${type}  ${compact(data)}`;
 }
 
 /** The `complete` of a run as a line, and the exit code it means (0 succeeded, 1 otherwise). */
 export function runEnd(complete: StreamEvent): { line: string; exitCode: number } {
-  const { status, error } = complete.data as { status: string; error: string | null };
+  const { status, error } = complete.data as { status?: string; error?: string | null };
   if (status === 'succeeded') return { line: `run succeeded`, exitCode: 0 };
   return { line: `run ${status}${error ? `: ${error}` : ''}`, exitCode: 1 };
+}
+
+/** Rows as tab-separated lines (null as `-`), for reading and for `cut`. */
+export function writeRows(io: Io, rows: Array<Array<string | number | boolean | null | undefined>>) {
+  for (const row of rows)
+    io.out(row.map((cell) => (cell === null || cell === undefined ? '-' : String(cell))).join('\t'));
 }

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { create } from 'tar';
-import { CliError } from './http.js';
+import { CliError } from './api.js';
 
 /** Always left out of a bundle (CONTRACTS §8). */
 const ALWAYS_LEFT_OUT = ['.git', 'node_modules', '.venv', '__pycache__'];

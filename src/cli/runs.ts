@@ -1,37 +1,18 @@
-import { readFileSync } from 'node:fs';
-import { resolveDeployment } from './deploy.js';
-import { type Api, CliError, type StreamEvent } from './http.js';
-import { humanLine, type Io, runEnd } from './output.js';
-
-/** `--input '{"a":1}'` or `--input @file.json`: a JSON object. */
-export function parseInput(value: string | undefined): Record<string, unknown> {
-  if (value === undefined) return {};
-  let text = value;
-  if (value.startsWith('@')) {
-    try {
-      text = readFileSync(value.slice(1), 'utf8');
-    } catch (error) {
-      throw new CliError(`--input ${value}: cannot read the file (${(error as Error).message})`);
-    }
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new CliError(`--input: not valid JSON; give a JSON object such as '{"topic": "AI"}' or @file.json`);
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new CliError('--input: must be a JSON object');
-  }
-  return parsed as Record<string, unknown>;
-}
+import { type Command, Option } from 'commander';
+import { unwrap } from '../client/index.js';
+import type { Api } from './api.js';
+import type { CliContext } from './context.js';
+import { resolveDeployment } from './deployments.js';
+import { printRunInterrupts } from './interrupts.js';
+import { limitOption } from './json-option.js';
+import { humanLine, type Io, runEnd, writeRows } from './output.js';
 
 /** Follows a run's events to its end: human lines (or JSON lines) on `write`; the exit code of its end. */
 export async function tail(api: Api, io: Io, runId: string, options: { json: boolean; toStderr?: boolean }) {
   const write = options.toStderr ? io.err : io.out;
   const complete = await api.follow(
     `/v1/runs/${encodeURIComponent(runId)}/events`,
-    (event: StreamEvent) => write(options.json ? JSON.stringify(event.data) : humanLine(event)),
+    (event) => write(options.json ? JSON.stringify(event.data) : humanLine(event)),
     { lastEventId: 0 },
   );
   if (options.json) write(JSON.stringify(complete.data));
@@ -40,35 +21,64 @@ export async function tail(api: Api, io: Io, runId: string, options: { json: boo
   return { exitCode: end.exitCode, complete };
 }
 
-export async function startRun(
-  api: Api,
-  io: Io,
-  deployment: string,
-  options: { input?: string; thread?: string; follow: boolean; environment?: string; json: boolean },
-): Promise<number> {
-  const input = parseInput(options.input);
-  const deploymentId = await resolveDeployment(api, deployment, false);
-  const body: Record<string, unknown> = { deployment_id: deploymentId, input };
-  if (options.thread) body.thread_id = options.thread;
-  if (options.environment) body.environment = options.environment;
-  const run = await api.request('POST', '/v1/runs', { json: body });
-  if (!options.follow) {
-    io.out(JSON.stringify(run));
-    return 0;
-  }
-  io.err(`Run ${run.run_id} ${run.status} (version ${run.version_number})`);
-  const { exitCode, complete } = await tail(api, io, run.run_id, { json: options.json, toStderr: !options.json });
-  if (!options.json) io.out(JSON.stringify(complete.data.output ?? null));
-  return exitCode;
+const RUN_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'canceled'] as const;
+
+interface ListOptions {
+  deployment?: string;
+  thread?: string;
+  cron?: string;
+  status?: (typeof RUN_STATUSES)[number];
+  limit: number;
 }
 
-export async function listRuns(api: Api, io: Io, options: { deployment?: string; status?: string; limit: string }) {
-  const query = new URLSearchParams({ limit: options.limit });
-  if (options.deployment) query.set('deployment_id', await resolveDeployment(api, options.deployment, false));
-  if (options.status) query.set('status', options.status);
-  const { runs } = await api.request('GET', `/v1/runs?${query}`);
-  for (const run of runs as Array<Record<string, string>>) {
-    io.out([run.id, run.status, run.deployment_id, run.created_at].join('\t'));
-  }
-  return 0;
+async function listRuns(api: Api, io: Io, options: ListOptions) {
+  const query = {
+    limit: options.limit,
+    ...(options.deployment ? { deployment_id: await resolveDeployment(api, options.deployment, false) } : {}),
+    ...(options.thread ? { thread_id: options.thread } : {}),
+    ...(options.cron ? { cron_id: options.cron } : {}),
+    ...(options.status ? { status: options.status } : {}),
+  };
+  const { runs } = await unwrap(api.client.GET('/v1/runs', { params: { query } }));
+  writeRows(
+    io,
+    runs.map((run) => [run.id, run.status, run.deployment_id, run.created_at]),
+  );
+}
+
+/** `crewd runs list|get|cancel|tail`. */
+export function runsCommands(program: Command, { api, io, setExitCode }: CliContext) {
+  const runs = program.command('runs').description('List, read, cancel and follow runs');
+  const path = (id: string) => ({ params: { path: { id } } });
+  runs
+    .command('list')
+    .description('Runs, newest first: id, status, deployment, created_at')
+    .option('--deployment <name|id>')
+    .option('--thread <id>', 'runs of this thread')
+    .option('--cron <id>', 'runs this cron started')
+    .addOption(new Option('--status <status>').choices(RUN_STATUSES))
+    .option('--limit <n>', 'at most this many (1 to 1000)', limitOption, 20)
+    .action(async (options: ListOptions) => listRuns(api(), io, options));
+  runs
+    .command('get')
+    .argument('<run id>')
+    .action(async (runId: string) => {
+      io.out(JSON.stringify(await unwrap(api().client.GET('/v1/runs/{id}', path(runId))), null, 2));
+    });
+  runs
+    .command('cancel')
+    .argument('<run id>')
+    .action(async (runId: string) => {
+      io.out(JSON.stringify(await unwrap(api().client.POST('/v1/runs/{id}/cancel', path(runId)))));
+    });
+  runs
+    .command('tail')
+    .description('Follow a run’s events live until it ends (reconnecting with Last-Event-ID)')
+    .argument('<run id>')
+    .option('--json', 'JSON lines instead of readable lines', false)
+    .action(async (runId: string, options: { json: boolean }) => {
+      const { exitCode, complete } = await tail(api(), io, runId, options);
+      await printRunInterrupts(api(), io, runId, complete.data.output);
+      setExitCode(exitCode);
+    });
 }

@@ -1,6 +1,9 @@
 import createClient, { type Client } from 'openapi-fetch';
+import { apiError } from './errors.js';
 import type { components, paths } from './schema.js';
 
+export { uploadBundle } from './bundles.js';
+export { ApiError, apiError, errorMessage } from './errors.js';
 export { type EventStreamOptions, type StreamEvent, streamEvents } from './events.js';
 export type { components, operations, paths } from './schema.js';
 
@@ -33,33 +36,11 @@ export function createCrewdClient({ baseUrl, apiKey, fetch: fetchImpl }: CrewdCl
   return client;
 }
 
-/** The message of a crewd error body (`{error: {message, code}}`), or a fallback for anything else. */
-export function errorMessage(error: unknown, fallback = 'Request failed'): string {
-  if (error && typeof error === 'object' && 'error' in error) {
-    const inner = (error as { error?: { message?: unknown } }).error;
-    if (typeof inner?.message === 'string') return inner.message;
-  }
-  if (error instanceof Error) return error.message;
-  return fallback;
-}
-
-/** Unwraps an openapi-fetch answer: its data, or a thrown Error carrying the API's message and status. */
+/** Unwraps an openapi-fetch answer: its data, or a thrown ApiError carrying the API's message, status and code. */
 export async function unwrap<T>(
   call: Promise<{ data?: T; error?: unknown; response: Response }>,
 ): Promise<NonNullable<T>> {
   const { data, error, response } = await call;
-  if (error !== undefined || data === undefined) {
-    throw new ApiError(errorMessage(error, `${response.status} ${response.statusText}`), response.status);
-  }
+  if (error !== undefined || data === undefined) throw apiError(error, response);
   return data as NonNullable<T>;
-}
-
-export class ApiError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
 }

@@ -561,7 +561,7 @@ export interface paths {
         post: operations["insertRows"];
         /**
          * Delete every row matching a filter
-         * @description Answers the number of rows deleted.
+         * @description Answers the number of rows deleted. A filter matching more than MAX_BULK_DELETE_ROWS rows (100,000 by default) is refused with 400 and nothing is deleted.
          */
         delete: operations["deleteRows"];
         options?: never;

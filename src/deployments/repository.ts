@@ -1,4 +1,5 @@
 import type { Db, Environment } from '../db/types.js';
+import { launchVersionColumns } from './launch-version.js';
 
 const deploymentColumns = [
   'deployments.id',
@@ -183,7 +184,7 @@ export function findRunningVersion(db: Db, orgId: string, deploymentId: string, 
   return db
     .selectFrom('deployments')
     .innerJoin('deployment_versions as v', 'v.id', column)
-    .select(['v.id', 'v.deployment_id', 'v.number', 'v.command', 'v.cwd', 'v.env', 'v.timeout_seconds'])
+    .select([...launchVersionColumns('v'), 'v.deployment_id'])
     .where('deployments.org_id', '=', orgId)
     .where('deployments.id', '=', deploymentId)
     .executeTakeFirst();

@@ -22,11 +22,13 @@ import type { RunningRuns } from './running-runs.js';
 export type VersionPreparer = (
   versionId: string,
   log: (message: string, stream: 'stdout' | 'stderr') => void,
-) => Promise<{ cwd: string | null; env: Record<string, string>; readOnly: string[] }>;
+) => Promise<{ cwd: string | null; env: Record<string, string>; readOnly: string[]; command?: string[] }>;
 
 /** Where a run's process starts, and what else of the disk it may read. */
 interface RunPlace {
   spec: LaunchSpec;
+  /** What is started: the version's command, or what its preparation put instead (a fork server's client). */
+  command: string[];
   cwd: string;
   /** The folder is the run's own scratch folder: writable, removed with the run. */
   scratch: boolean;
@@ -83,19 +85,21 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   async function placeRun(run: ActiveRun): Promise<RunPlace | { error: string }> {
     let spec = run.spec;
     let readOnly: string[] = [];
-    if (options.prepareVersion) {
+    let command = spec.version.command;
+    if (options.prepareVersion && (spec.version.source !== 'command' || spec.version.has_variables)) {
       try {
         const plan = await options.prepareVersion(spec.run.version_id, (message, stream) =>
           run.log.append('log', { message, stream }),
         );
         spec = { ...spec, version: { ...spec.version, cwd: plan.cwd ?? spec.version.cwd, env: plan.env } };
         readOnly = plan.readOnly;
+        command = plan.command ?? command;
       } catch (error) {
         return { error: error instanceof Error ? error.message : String(error) };
       }
     }
     const folder = await prepareRunFolder(spec, options.runsDir);
-    return 'error' in folder ? folder : { spec, cwd: folder.cwd, scratch: folder.scratch, readOnly };
+    return 'error' in folder ? folder : { spec, command, cwd: folder.cwd, scratch: folder.scratch, readOnly };
   }
 
   /** Thread runs whose stop could not be recorded (the database was away): tried again on each tick. */
@@ -116,12 +120,12 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   async function startProcess(run: ActiveRun, place: RunPlace): Promise<{ exited: Promise<ProcessExit> }> {
     const { spec, cwd } = place;
     const env = runnerEnvironment(spec, options.runnerPath);
-    const missing = missingProgram(spec.version.command, cwd, env.PATH ?? '');
+    const missing = missingProgram(place.command, cwd, env.PATH ?? '');
     if (missing) return { exited: Promise.resolve({ kind: 'spawn_failed', error: missing }) };
     const proc = startRunnerProcess(
       options.launcher,
       {
-        command: spec.version.command,
+        command: place.command,
         cwd,
         env,
         stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread, command: spec.command }),

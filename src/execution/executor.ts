@@ -38,6 +38,8 @@ export interface ExecutorOptions {
   /** On PostgreSQL: other instances' news of queued and canceled runs, heard before the next tick. */
   wakeUps?: WakeUps | undefined;
   prepareVersion?: VersionPreparer | undefined;
+  /** At shutdown, once no run is left and before the launcher stops (the Python fork servers stop here). */
+  afterRunsStopped?: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -85,6 +87,7 @@ export function createRunExecutor(options: ExecutorOptions) {
       await housekeeping.stop();
       queue.close();
       await activeRuns.stopAll();
+      await options.afterRunsStopped?.();
       await options.endRecorder.retryUnrecorded().catch((error: unknown) => {
         logger.warn({ err: error }, 'ends of runs could not be recorded at shutdown; their instance is taken for dead');
       });

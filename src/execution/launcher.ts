@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { Confinement } from '../sandbox/types.js';
 
 /** What a run's (or a build step's) process is started with. */
 export interface LaunchRequest {
@@ -9,7 +10,7 @@ export interface LaunchRequest {
   /** Written to standard input, which is then closed. */
   stdin: string;
   /** What the process may touch beyond the machine's files: its working folder, a version's built files. */
-  confinement: { writable: string[]; readOnly: string[] };
+  confinement: Confinement;
 }
 
 export interface ExitStatus {
@@ -24,6 +25,11 @@ export interface LaunchedProcess {
   stderr: Readable;
   /** The exit status, or null when it was lost (the spawner died). */
   exit: Promise<ExitStatus | null>;
+  /**
+   * True when nothing the process started can outlive it (the sandbox's own PID namespace): once it
+   * exited, its group holds at most zombies, which the machine's init reaps in its own time.
+   */
+  endsWithLeader?: boolean;
 }
 
 /**

@@ -67,7 +67,10 @@ export function startRunnerProcess(
   });
 
   let terminateRequested = false;
+  /** Set once the leader exited, when nothing it started can be left (see LaunchedProcess). */
+  let nothingLeft = false;
   const terminate = () => {
+    if (nothingLeft) return Promise.resolve();
     if (pid === undefined) {
       // Still starting: it is stopped as soon as it runs.
       terminateRequested = true;
@@ -91,6 +94,7 @@ export function startRunnerProcess(
     stdout.on('error', () => {});
     stderr.on('error', () => {});
     const status = await result.exit;
+    nothingLeft = result.endsWithLeader === true;
     // The leader is gone; whatever it left in its group goes too, which also lets the pipes close.
     void terminate();
     // The pipes close once the group is gone; should anything still hold them, stop waiting.

@@ -14,7 +14,9 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox): Pro
       } catch (error) {
         return { error: error instanceof Error ? error.message : String(error) };
       }
-      return inner.launch({ ...request, ...plan });
+      const launched = await inner.launch({ ...request, ...plan });
+      // bwrap's own PID namespace: when its init ends, the kernel ends everything else in it.
+      return 'error' in launched ? launched : { ...launched, endsWithLeader: true };
     },
   };
 }

@@ -13,9 +13,14 @@ const { spawn } = require('node:child_process');
 /** @type {Set<number>} */
 const live = new Set();
 
-/** @param {object} message @param {any} [handle] */
+/**
+ * A runner can exit after the service closed the channel and before 'disconnect' is emitted here:
+ * that message has no one to go to, and must not crash the helper before it kills the runners left.
+ * @param {object} message @param {any} [handle]
+ */
 function send(message, handle) {
-  if (process.send) process.send(message, handle);
+  if (!process.send || !process.connected) return;
+  process.send(message, handle, undefined, () => {});
 }
 
 /**

@@ -99,16 +99,24 @@ export function createSpawner(logger: Logger): ProcessLauncher {
     launch(request: LaunchRequest): Promise<LaunchedProcess | { error: string }> {
       const [file, ...args] = request.command;
       if (file === undefined) return Promise.resolve({ error: 'the command is empty' });
+      // A helper started now would outlive stop() and keep the process from exiting.
+      if (closing) return Promise.resolve({ error: 'crewd is stopping' });
       return new Promise((resolveStart) => {
         const id = nextId++;
         pending.set(id, { resolveStart });
-        const target = ensureHelper();
-        const message = { id, file, args, cwd: request.cwd, env: request.env, stdin: request.stdin };
-        target.send(message, (error: Error | null) => {
-          if (!error) return;
+        const unavailable = (error: Error) => {
           pending.delete(id);
           resolveStart({ error: `the runner spawner is unavailable: ${error.message}` });
-        });
+        };
+        const message = { id, file, args, cwd: request.cwd, env: request.env, stdin: request.stdin };
+        try {
+          ensureHelper().send(message, (error: Error | null) => {
+            if (error) unavailable(error);
+          });
+        } catch (error) {
+          // ERR_IPC_CHANNEL_CLOSED: the helper went between the check and the send.
+          unavailable(error as Error);
+        }
       });
     },
 

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Environment } from '../db/types.js';
+import { launchVersionColumns } from '../deployments/launch-version.js';
 import type { RunCommand, RunStatus } from './types.js';
 
 export const runColumns = [
@@ -58,7 +59,7 @@ export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'versi
       qb
         .selectFrom('deployments as d')
         .innerJoin('deployment_versions as ver', 'ver.id', running)
-        .select(['ver.id', 'ver.number', 'ver.command', 'ver.cwd', 'ver.env', 'ver.timeout_seconds'])
+        .select(launchVersionColumns('ver'))
         .where('d.org_id', '=', run.org_id)
         .where('d.id', '=', run.deployment_id),
     )
@@ -262,9 +263,9 @@ export function claimNextPending(db: Db, instanceId: string) {
 
 export function findVersionForRun(db: Db, versionId: string) {
   return db
-    .selectFrom('deployment_versions')
-    .select(['id', 'number', 'command', 'cwd', 'env', 'timeout_seconds'])
-    .where('id', '=', versionId)
+    .selectFrom('deployment_versions as ver')
+    .select(launchVersionColumns('ver'))
+    .where('ver.id', '=', versionId)
     .executeTakeFirst();
 }
 

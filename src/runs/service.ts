@@ -15,6 +15,7 @@ import {
   type CreatedRun,
   type CreateRunParams,
   isTerminal,
+  type LaunchSpec,
   type MultitaskStrategy,
   type RunExecutor,
   type RunStatus,
@@ -61,14 +62,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
     return row;
   }
 
-  type Version = {
-    id: string;
-    number: number;
-    command: string[];
-    cwd: string | null;
-    env: Record<string, string>;
-    timeout_seconds: number | null;
-  };
+  type Version = LaunchSpec['version'] & { id: string; number: number };
 
   /**
    * Hands a created run to the executor: starts it in its reserved slot, or queues it. A run that
@@ -102,7 +96,9 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
         cwd: version.cwd,
         env: version.env,
         timeout_seconds: version.timeout_seconds,
-      },
+        source: version.source,
+        has_variables: version.has_variables,
+      } satisfies LaunchSpec['version'],
       thread: threadId && threadState ? { thread_id: threadId, ...threadState } : null,
       command: params.command ?? null,
     });

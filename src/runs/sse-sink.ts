@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { LiveEvent } from '../events/types.js';
 import { type PacedSink, queueForWrite } from './socket-writer.js';
-import { MAX_CLIENT_BACKLOG_BYTES, type StreamSink } from './stream.js';
+import { MAX_CLIENT_BACKLOG_BYTES, type StreamSink } from './stream-sink.js';
 
 /** How long a closing stream waits for a lagging client to take its last messages. */
 const CLOSE_GRACE_MS = 10_000;

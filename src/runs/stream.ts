@@ -1,73 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
-import type { AppError } from '../errors.js';
 import type { LiveEvent, LiveSubscription, RunEventFeed, StreamEnd } from '../events/types.js';
-import { runNotFound } from './errors.js';
 import * as repo from './repository.js';
 import { queueForWrite } from './socket-writer.js';
-import { isTerminal } from './types.js';
-
-/** What a stream needs to know of what it follows (a run, or a version's build), read from the store. */
-export interface StreamRecord {
-  status: string;
-  terminal: boolean;
-  /** Going on (so possibly on another instance: `instanceId`). */
-  running: boolean;
-  instanceId: string | null;
-  end: StreamEnd;
-}
-
-/**
- * How a stream finds what it follows. Runs and builds share the event log (`run_events`, keyed by
- * the run's or the version's id) and this stream; only where their record lives differs.
- */
-export interface StreamSource {
-  find(db: Kysely<Database>, orgId: string, id: string): Promise<StreamRecord | undefined>;
-  findById(db: Kysely<Database>, id: string): Promise<StreamRecord | undefined>;
-  notFound(): AppError;
-}
-
-function recordOfRun(row: repo.RunRecord): StreamRecord {
-  return {
-    status: row.status,
-    terminal: isTerminal(row.status),
-    running: row.status === 'running',
-    instanceId: row.instance_id,
-    end: {
-      status: row.status as 'succeeded' | 'failed' | 'canceled',
-      output: row.status === 'succeeded' ? (row.output ?? {}) : null,
-      error: row.status === 'failed' ? row.error_message : null,
-    },
-  };
-}
-
-export const runStreamSource: StreamSource = {
-  find: async (db, orgId, id) => {
-    const row = await repo.findRun(db, orgId, id);
-    return row && recordOfRun(row);
-  },
-  findById: async (db, id) => {
-    const row = await repo.findRunById(db, id);
-    return row && recordOfRun(row);
-  },
-  notFound: runNotFound,
-};
-
-/** Where a stream writes; `send` answers false when the client was dropped for being too slow. */
-export interface StreamSink {
-  send(event: LiveEvent): boolean;
-  /** A message without id (complete, heartbeat, timeout, error). */
-  sendUntracked(json: string): void;
-  comment(text: string): void;
-  /** Ends the response after what is queued. */
-  close(): void;
-  /** Cuts the connection now (a client too far behind). */
-  abort(): void;
-  /** Stored events are replayed at the client's pace: true while earlier ones still wait. */
-  backlogged(): boolean;
-  drained(): Promise<void>;
-}
+import { CLOSED_SINK, MAX_CLIENT_BACKLOG_BYTES, type StreamSink } from './stream-sink.js';
+import { runStreamSource, type StreamRecord, type StreamSource } from './stream-source.js';
 
 export interface StreamTimings {
   /** `: keepalive` comment interval (CONTRACTS §7: 15 s). */
@@ -88,23 +26,6 @@ export interface StreamOptions {
 }
 
 const REPLAY_PAGE = 1000;
-
-/** Before `start`, a stream has no client to write to. */
-const CLOSED_SINK: StreamSink = {
-  send: () => false,
-  sendUntracked: () => {},
-  comment: () => {},
-  close: () => {},
-  abort: () => {},
-  backlogged: () => false,
-  drained: async () => {},
-};
-
-/**
- * How far one client may fall behind on live events before it is dropped (it can resume with
- * Last-Event-ID). Above the largest event (1 MiB), so one big event alone never drops anyone.
- */
-export const MAX_CLIENT_BACKLOG_BYTES = 4 * 1024 * 1024;
 
 /** The `complete` message of an end, serialised once for every stream that sends it. */
 const completeMessages = new WeakMap<StreamEnd, string>();

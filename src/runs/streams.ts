@@ -4,7 +4,8 @@ import type { Database } from '../db/types.js';
 import { AppError, badRequest } from '../errors.js';
 import type { RunEventFeed } from '../events/types.js';
 import type { RunObserver } from './observer.js';
-import { RunStream, runStreamSource, type StreamSource, type StreamTimings } from './stream.js';
+import { RunStream, type StreamTimings } from './stream.js';
+import { runStreamSource, type StreamSource } from './stream-source.js';
 
 /** How often relayed events are reported in one batch, rather than one call per event and client. */
 const REPORT_MS = 1000;

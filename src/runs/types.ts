@@ -1,4 +1,5 @@
 import type { Transaction } from 'kysely';
+import type { VersionSource } from '../builds/db-types.js';
 import type { Environment, RunCommand, RunStatus, ThreadInterrupt } from '../db/columns.js';
 import type { Database } from '../db/types.js';
 
@@ -94,7 +95,15 @@ export type ThreadGate = (
 export interface LaunchSpec {
   run: { id: string; org_id: string; deployment_id: string; version_id: string; thread_id: string | null };
   input: Record<string, unknown>;
-  version: { command: string[]; cwd: string | null; env: Record<string, string>; timeout_seconds: number | null };
+  version: {
+    command: string[];
+    cwd: string | null;
+    env: Record<string, string>;
+    timeout_seconds: number | null;
+    /** A bundle version, or a command version with deployment variables, is prepared before it starts. */
+    source: VersionSource;
+    has_variables: boolean;
+  };
   thread: ({ thread_id: string } & ThreadState) | null;
   command: RunCommand | null;
 }

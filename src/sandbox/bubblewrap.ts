@@ -11,6 +11,8 @@ export interface BubblewrapOptions {
   network: RunnerNetwork;
   /** crewd's data folder, hidden from runners except for the folders bound back in. */
   dataDir: string;
+  /** Other folders of crewd hidden the same way (BUILD_CACHE_DIR when it lies outside DATA_DIR). */
+  hidden?: string[] | undefined;
 }
 
 /** The folder's real path, so a bind lands where the hidden folder's symlinks lead. */
@@ -49,23 +51,25 @@ function assertProgramExists(program: string, cwd: string, searchPath: string): 
  * its own user (all capabilities dropped, so it cannot undo a mount), PID, IPC and UTS
  * namespaces; the machine read-only; fresh /proc, /dev and /tmp.
  */
-function leadingArguments(options: BubblewrapOptions): string[] {
+function leadingArguments(network: RunnerNetwork): string[] {
   const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
-  if (options.network === 'off') args.push('--unshare-net');
+  if (network === 'off') args.push('--unshare-net');
   args.push('--die-with-parent', '--cap-drop', 'ALL');
   args.push('--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
   return args;
 }
 
-/** Then /run (service sockets such as PostgreSQL's or Docker's) and DATA_DIR hidden under empty tmpfs. */
+/** Then /run (service sockets such as PostgreSQL's or Docker's) and crewd's folders hidden under empty tmpfs. */
 function hidingArguments(options: BubblewrapOptions): string[] {
   const args: string[] = [];
   if (existsSync('/run')) args.push('--tmpfs', '/run');
   // DNS keeps working on hosts whose /etc/resolv.conf links into /run.
   if (existsSync(RESOLVER_FOLDER)) args.push('--ro-bind', RESOLVER_FOLDER, RESOLVER_FOLDER);
-  // The mount point must exist before bwrap makes the root read-only.
-  mkdirSync(options.dataDir, { recursive: true });
-  args.push('--tmpfs', realFolder(options.dataDir));
+  for (const folder of [options.dataDir, ...(options.hidden ?? [])]) {
+    // The mount point must exist before bwrap makes the root read-only.
+    mkdirSync(folder, { recursive: true });
+    args.push('--tmpfs', realFolder(folder));
+  }
   return args;
 }
 
@@ -97,14 +101,13 @@ function hostTmpFolders(plan: ProcessPlan, cwd: string): string[] {
 
 /** Runners in Linux namespaces through bubblewrap. */
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
-  const leading = leadingArguments(options);
   const hiding = hidingArguments(options);
   return {
     kind: 'bubblewrap',
     wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
       const cwd = path.resolve(plan.cwd);
       assertProgramExists(plan.command[0] ?? '', cwd, plan.env.PATH ?? '');
-      const args = [...leading];
+      const args = leadingArguments(confinement.network ?? options.network);
       for (const folder of hostTmpFolders(plan, cwd)) args.push('--ro-bind', folder, folder);
       args.push(...hiding);
       for (const folder of confinement.readOnly) {

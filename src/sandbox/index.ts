@@ -10,6 +10,8 @@ export interface SandboxOptions {
   mode: SandboxMode;
   network: RunnerNetwork;
   dataDir: string;
+  /** Other folders hidden from runners as DATA_DIR is (BUILD_CACHE_DIR). */
+  hidden?: string[] | undefined;
   logger: Logger;
   /** Where to look for bwrap; default this process's PATH. */
   searchPath?: string | undefined;
@@ -30,7 +32,12 @@ export async function createSandbox(options: SandboxOptions): Promise<Sandbox> {
   const probe = await probeBubblewrap(options.searchPath ?? process.env.PATH ?? '', network);
   if (probe.usable) {
     logger.info({ sandbox: 'bubblewrap', bwrap: probe.bwrapPath, network }, 'runners run in a bubblewrap sandbox');
-    return createBubblewrapSandbox({ bwrapPath: probe.bwrapPath, network, dataDir: options.dataDir });
+    return createBubblewrapSandbox({
+      bwrapPath: probe.bwrapPath,
+      network,
+      dataDir: options.dataDir,
+      hidden: options.hidden,
+    });
   }
   if (mode === 'on') throw new Error(`RUNNER_SANDBOX=on but the sandbox is unusable: ${probe.reason}`);
   if (network === 'off') throw new Error(`RUNNER_NETWORK=off needs the sandbox, which is unusable: ${probe.reason}`);

@@ -10,6 +10,8 @@ export interface Confinement {
   writable: string[];
   /** Extra folders it may read (a version's built files) even when they lie under DATA_DIR. */
   readOnly: string[];
+  /** Overrides RUNNER_NETWORK for this process: build steps always get the host's network. */
+  network?: RunnerNetwork;
 }
 
 export interface Sandbox {

@@ -181,7 +181,8 @@ export const tableRoutes: FastifyPluginAsyncZod<{ tables: TableService; rows: Ro
         tags: rowTags,
         operationId: 'deleteRows',
         summary: 'Delete every row matching a filter',
-        description: 'Answers the number of rows deleted.',
+        description:
+          'Answers the number of rows deleted. A filter matching more than MAX_BULK_DELETE_ROWS rows (100,000 by default) is refused with 400 and nothing is deleted.',
         params: tableParams,
         body: bulkDeleteBody,
         response: { 200: deletedSchema, ...commonErrors },

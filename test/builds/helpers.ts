@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -44,6 +44,24 @@ export function tarball(entries: TarEntry[]): Buffer {
 /** A tarball of files given as `{path: contents}`. */
 export const project = (files: Record<string, string>) =>
   tarball(Object.entries(files).map(([file, body]) => ({ path: file, body })));
+
+const PROBE_BACKEND = readFileSync(path.join(import.meta.dirname, 'fixtures/probe_backend.py'), 'utf8');
+
+/**
+ * A Python project installed as a package, whose build backend (code of the bundle, run by pip in a
+ * build step) reports what it can reach into probe.json, after waiting for `targets.wait_for` if given.
+ */
+export function probeBundle(targets: Record<string, unknown>, extra: Record<string, string> = {}): Buffer {
+  return project({
+    'crewd.json': JSON.stringify({ runtime: 'python', command: ['python', '-c', 'pass'] }),
+    'pyproject.toml':
+      '[project]\nname = "probe"\nversion = "0.1.0"\n\n' +
+      '[build-system]\nrequires = []\nbuild-backend = "probe_backend"\nbackend-path = ["."]\n',
+    'probe_backend.py': PROBE_BACKEND,
+    'targets.json': JSON.stringify(targets),
+    ...extra,
+  });
+}
 
 export const tempDataDir = () => mkdtempSync(path.join(tmpdir(), 'crewd-builds-'));
 

@@ -1,12 +1,11 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunContext, type RunContext, until } from '../runs/helpers.js';
+import { createRunContext, processesWith, type RunContext, until } from '../runs/helpers.js';
 import { createDeployment, project, tempDataDir, upload, waitForBuild } from './helpers.js';
 
 let ctx: RunContext;
 
 beforeAll(async () => {
-  ctx = await createRunContext({ DATA_DIR: tempDataDir(), BUILD_TIMEOUT_SECONDS: '4', MAX_CONCURRENT_BUILDS: '1' });
+  ctx = await createRunContext({ DATA_DIR: tempDataDir(), BUILD_TIMEOUT_SECONDS: '8', MAX_CONCURRENT_BUILDS: '1' });
 });
 afterAll(async () => ctx?.close());
 
@@ -20,18 +19,6 @@ const hanging = {
   }),
   'crew.js': '',
 };
-/** Processes whose command line holds `marker`: a timed-out step leaves none behind. */
-function processesWith(marker: string): string[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
-      } catch {
-        return false;
-      }
-    });
-}
 
 const quick = { 'crewd.json': JSON.stringify({ runtime: 'node', command: ['node', 'crew.js'] }), 'crew.js': '' };
 

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,8 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDataDir } from '../builds/helpers.js';
 import { ADMIN_KEY } from '../helpers/app.js';
 import { createRunContext, crew, type RunContext } from '../runs/helpers.js';
-
-const CLI = path.resolve(import.meta.dirname, '../../src/cli/crewd.mjs');
+import { CLI_TEST_TIMEOUT, jsonLines, runCrewd } from './helpers.js';
 
 let ctx: RunContext;
 let home: string;
@@ -21,24 +19,7 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx?.close());
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function crewd(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const crewd = (args: string[], env: Record<string, string> = {}) => runCrewd(home, args, env);
 
 const NODE_CREW = `
 const fs = require('node:fs');
@@ -81,7 +62,7 @@ async function bundleEntries(deploymentId: string, versionId: string): Promise<s
   return entries.filter(Boolean).sort();
 }
 
-describe('the crewd command against a running service', () => {
+describe('the crewd command against a running service', { timeout: CLI_TEST_TIMEOUT }, () => {
   it('says what to fix before login, with a wrong key, and without a service (exit 2)', async () => {
     const before = await crewd(['runs', 'list']);
     expect(before.code).toBe(2);
@@ -94,6 +75,14 @@ describe('the crewd command against a running service', () => {
     const nowhere = await crewd(['runs', 'list'], { CREWD_URL: 'http://127.0.0.1:1', CREWD_API_KEY: ADMIN_KEY });
     expect(nowhere.code).toBe(2);
     expect(nowhere.stderr).toMatch(/Cannot reach crewd at http:\/\/127\.0\.0\.1:1/);
+
+    const env = { CREWD_URL: ctx.baseUrl, CREWD_API_KEY: ADMIN_KEY };
+    const missing = await crewd(['runs', 'get', 'run_missing'], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^crewd: Run not found$/m);
+    const stream = await crewd(['runs', 'tail', 'run_missing'], env);
+    expect(stream.code).toBe(2);
+    expect(stream.stderr).toMatch(/^crewd: Run not found$/m);
 
     const usage = await crewd(['run']);
     expect(usage.code).toBe(2);
@@ -146,10 +135,7 @@ describe('the crewd command against a running service', () => {
     expect(tailed.stdout).toMatch(/run\.completed {2}.*from a file/);
 
     const json = await crewd(['runs', 'tail', runId, '--json']);
-    const lines = json.stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line));
+    const lines = jsonLines(json.stdout);
     expect(lines.at(-1)).toMatchObject({ type: 'complete', status: 'succeeded' });
     expect(lines.map((line) => line.type)).toContain('task.started');
 
@@ -185,7 +171,7 @@ describe('the crewd command against a running service', () => {
   });
 });
 
-describe('runs tail across closed streams', () => {
+describe('runs tail across closed streams', { timeout: CLI_TEST_TIMEOUT }, () => {
   let short: RunContext;
   beforeAll(async () => {
     short = await createRunContext({ DATA_DIR: tempDataDir(), EVENT_STREAM_TIMEOUT_SECONDS: '0.7' });
@@ -202,10 +188,7 @@ describe('runs tail across closed streams', () => {
     const runId = JSON.parse(started.stdout).run_id;
     const tailed = await crewd(['runs', 'tail', runId, '--json'], env);
     expect(tailed.code, tailed.stderr).toBe(0);
-    const events = tailed.stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line));
+    const events = jsonLines(tailed.stdout);
     const ticks = events.filter((event) => /^tick /.test(event.data?.message ?? '')).map((event) => event.data.message);
     expect(ticks).toEqual(Array.from({ length: 20 }, (_, i) => `tick ${i + 1}`));
     expect(events.filter((event) => event.type === 'complete')).toHaveLength(1);

@@ -40,8 +40,8 @@ describe('typed client', () => {
   it('throws the API’s error message and status', async () => {
     const client = createCrewdClient({ baseUrl: ctx.baseUrl, apiKey: ADMIN_KEY });
     const missing = unwrap(client.GET('/v1/runs/{id}', { params: { path: { id: 'run_missing' } } }));
-    await expect(missing).rejects.toThrow(new ApiError('Run not found', 404));
-    await expect(missing).rejects.toMatchObject({ status: 404 });
+    await expect(missing).rejects.toThrow(new ApiError('Run not found', 404, 'not_found'));
+    await expect(missing).rejects.toMatchObject({ status: 404, code: 'not_found' });
     const anonymous = createCrewdClient({ baseUrl: ctx.baseUrl });
     await expect(unwrap(anonymous.GET('/v1/runs'))).rejects.toMatchObject({ message: 'Invalid API key', status: 401 });
   });
@@ -78,5 +78,34 @@ describe('typed client', () => {
     } finally {
       await proxy.close();
     }
+  });
+});
+
+describe('streamEvents past the stream’s lifetime', () => {
+  let short: RunContext;
+
+  beforeAll(async () => {
+    short = await createRunContext({ EVENT_STREAM_TIMEOUT_SECONDS: '0.5' });
+  });
+  afterAll(async () => short?.close());
+
+  it('ends at `timeout` by default; with untilComplete reopens the stream after it, to the `complete`', async () => {
+    const { deploymentId } = await deploy(short, crew('slow.mjs'));
+    const run = await startRun(short, deploymentId, { ticks: 12, interval_ms: 150 });
+    const url = `${short.baseUrl}/v1/runs/${run.run_id}/events`;
+
+    const once: StreamEvent[] = [];
+    for await (const event of streamEvents({ url, apiKey: ADMIN_KEY, lastEventId: 0 })) once.push(event);
+    expect(once.at(-1)?.data.type).toBe('timeout');
+
+    const all: StreamEvent[] = [];
+    for await (const event of streamEvents({ url, apiKey: ADMIN_KEY, lastEventId: 0, untilComplete: true })) {
+      all.push(event);
+    }
+    const types = all.map((event) => event.data.type);
+    expect(types.filter((type) => type === 'timeout').length).toBeGreaterThan(0);
+    expect(types.at(-1)).toBe('complete');
+    const seqs = all.map((event) => event.seq).filter((seq): seq is number => seq !== null);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
   });
 });

@@ -42,7 +42,8 @@ describe('the server process', () => {
     expect(output.trim().split('\n')).toEqual([expect.stringContaining('PORT')]);
   });
 
-  it('keeps committed records across SIGKILL, and exits cleanly on SIGTERM', async () => {
+  // Three server processes start one after another: under a loaded machine each start takes seconds.
+  it('keeps committed records across SIGKILL, and exits cleanly on SIGTERM', { timeout: 120_000 }, async () => {
     const first = await startServer({ ...backendEnv, BOOTSTRAP_API_KEY: KEY });
     const created = await api(first, 'POST', '/v1/deployments', { name: 'survivor' });
     expect(created.status).toBe(201);
@@ -88,7 +89,7 @@ describe('the server process', () => {
 });
 
 describe('the server process without BOOTSTRAP_API_KEY', () => {
-  it('generates an admin key, prints it once, and it works', async () => {
+  it('generates an admin key, prints it once, and it works', { timeout: 60_000 }, async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-server-'));
     const database = process.env.TEST_DATABASE_URL ? await createTestDatabase() : undefined;
     const env: Record<string, string> = database
@@ -120,7 +121,7 @@ describe('the server process without BOOTSTRAP_API_KEY', () => {
     }
   });
 
-  it('warns at start when BOOTSTRAP_API_KEY is set but another admin key exists', { timeout: 60_000 }, async () => {
+  it('warns at start when BOOTSTRAP_API_KEY is set but another admin key exists', { timeout: 120_000 }, async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-server-'));
     const database = process.env.TEST_DATABASE_URL ? await createTestDatabase() : undefined;
     const env: Record<string, string> = database

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -23,9 +23,8 @@ export function testPython(): string | null {
   return null;
 }
 
-/** What a crew of the examples needs in its version env: the runner on the path, nothing sent off the machine. */
-export const OFFLINE_ENV: Record<string, string> = {
-  PYTHONPATH: RUNNER,
+/** What a crew needs to run offline: nothing sent off the machine; in the sandbox only /tmp is writable. */
+export const OFFLINE_VARIABLES: Record<string, string> = {
   CREWAI_DISABLE_TELEMETRY: 'true',
   CREWAI_DISABLE_TRACKING: 'true',
   CREWAI_TRACING_ENABLED: 'false',
@@ -35,6 +34,20 @@ export const OFFLINE_ENV: Record<string, string> = {
   XDG_DATA_HOME: '/tmp',
   HOME: '/tmp',
 };
+
+/** What a crew of the examples needs in its version env: the runner on the path, nothing sent off the machine. */
+export const OFFLINE_ENV: Record<string, string> = { PYTHONPATH: RUNNER, ...OFFLINE_VARIABLES };
+
+/**
+ * The env of a bundle version (crewd.json) that imports crewai and langgraph from the test environment instead of
+ * installing them from PyPI: a bundle without dependencies builds in seconds. The build puts the runner on the path.
+ */
+export function testVenvBundleEnv(): Record<string, string> {
+  const venv = path.dirname(path.dirname(testPython() as string));
+  const version = readdirSync(path.join(venv, 'lib')).find((name) => name.startsWith('python'));
+  const { PYTHONPATH: _runner, ...offline } = OFFLINE_ENV;
+  return { ...offline, PYTHONPATH: path.join(venv, 'lib', version as string, 'site-packages') };
+}
 
 /** Without the environment the file says why; in CI (which builds it) that fails. */
 export function explainWithoutPython(title: string): void {

@@ -146,6 +146,19 @@ export function processGone(pid: number): boolean {
  * sandbox, bwrap. All carry the run's CREWD_RUN_ID; a pid a runner reports about itself is only
  * meaningful inside its own PID namespace.
  */
+/** Processes whose command line holds `marker`. */
+export function processesWith(marker: string): string[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    });
+}
+
 export function runProcesses(runId: string): number[] {
   const marker = `\0CREWD_RUN_ID=${runId}\0`;
   const pids: number[] = [];

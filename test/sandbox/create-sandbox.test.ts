@@ -130,6 +130,30 @@ describe('a bubblewrap plan', () => {
     expect(lines[6]?.trim().split(' ')).toEqual(['ONLY=this', 'PATH=/usr/bin:/bin', `PWD=${work}`]);
   });
 
+  it('gives the network to a process whose confinement asks (build steps), and hides the other folders given', async () => {
+    const cache = mkdtempSync(path.join(tmpdir(), 'crewd-bwrap-cache-'));
+    writeFileSync(path.join(cache, 'secret'), 'cached\n');
+    const sandbox = await createSandbox({
+      mode: 'on',
+      network: 'off',
+      dataDir,
+      hidden: [cache],
+      logger: capturingLogger().logger,
+    });
+    const plan = sandbox.wrap(
+      {
+        command: ['/bin/sh', '-c', `cat ${cache}/secret 2>/dev/null || echo hidden`],
+        cwd: '/',
+        env: { PATH: '/usr/bin:/bin' },
+      },
+      { writable: [], readOnly: [], network: 'on' },
+    );
+    expect(plan.command).not.toContain('--unshare-net');
+    const [file, ...args] = plan.command;
+    expect(execFileSync(file as string, args, { env: plan.env, encoding: 'utf8' }).trim()).toBe('hidden');
+    rmSync(cache, { recursive: true, force: true });
+  });
+
   it('reports a program that does not exist as a spawn would', async () => {
     const sandbox = await createSandbox({ mode: 'on', network: 'on', dataDir, logger: capturingLogger().logger });
     const plan = { command: ['no-such-program-here'], cwd: dataDir, env: { PATH: '/usr/bin:/bin' } };

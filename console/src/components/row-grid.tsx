@@ -35,9 +35,15 @@ export function RowGrid({
 }) {
   const { client } = useSession();
   const [scrollTop, setScrollTop] = useState(0);
+  // The last known count of this query stays while other pages load, so the scroll height never collapses.
+  const queryKey = JSON.stringify(query);
+  const known = useRef({ queryKey, total: 0 });
+  const knownTotal = known.current.queryKey === queryKey ? known.current.total : 0;
   const first = Math.floor(scrollTop / ROW_HEIGHT);
   const last = first + Math.ceil(VIEW_HEIGHT / ROW_HEIGHT) + 1;
-  const pageNumbers = [...new Set([Math.floor(first / PAGE), Math.floor(last / PAGE)])];
+  // No page past the last row, so the end of a table costs one request, not a second one for an empty page.
+  const lastRow = Math.max(first, Math.min(last, knownTotal - 1));
+  const pageNumbers = [...new Set([Math.floor(first / PAGE), Math.floor(lastRow / PAGE)])];
   const pages = useQueries({
     queries: pageNumbers.map((page) => ({
       queryKey: ['rows', tableId, query, page],
@@ -56,12 +62,9 @@ export function RowGrid({
         ),
     })),
   });
-  // The last known count of this query stays while other pages load, so the scroll height never collapses.
-  const queryKey = JSON.stringify(query);
-  const known = useRef({ queryKey, total: 0 });
   const loaded = pages.find((page) => page.data)?.data?.total;
   if (loaded !== undefined) known.current = { queryKey, total: loaded };
-  const total = loaded ?? (known.current.queryKey === queryKey ? known.current.total : 0);
+  const total = loaded ?? knownTotal;
   const error = pages.find((page) => page.error)?.error;
   const visible: { index: number; row: Row }[] = [];
   pageNumbers.forEach((page, at) => {
@@ -75,7 +78,7 @@ export function RowGrid({
   const template = `repeat(${headers.length}, minmax(9rem, 1fr)) 5rem`;
   return (
     <>
-      <p aria-live="polite">{total} rows</p>
+      <p aria-live="polite">{total === 1 ? '1 row' : `${total} rows`}</p>
       <ErrorText error={error} />
       <div
         className="grid-scroll"

@@ -1,4 +1,4 @@
-import { type ReactNode, useId, useState } from 'react';
+import { type ReactNode, useId } from 'react';
 import { errorMessage } from '../../../src/client/index.js';
 
 /** An API error shown as its message, announced to screen readers. */
@@ -27,39 +27,6 @@ export function Field({
       {children(id)}
       {hint ? <small>{hint}</small> : null}
     </div>
-  );
-}
-
-/** A secret the API returns only once: shown with a copy button and a plain warning. */
-export function SecretOnce({ label, value, onDone }: { label: string; value: string; onDone?: () => void }) {
-  const id = useId();
-  const [copied, setCopied] = useState(false);
-  async function copy() {
-    try {
-      await navigator.clipboard.writeText(value);
-    } catch {
-      const input = document.getElementById(id) as HTMLInputElement | null;
-      input?.select();
-      document.execCommand('copy');
-    }
-    setCopied(true);
-  }
-  return (
-    <section className="secret" aria-label={`${label} (shown once)`}>
-      <label htmlFor={id}>{label}</label>
-      <div className="row">
-        <input id={id} readOnly value={value} onFocus={(event) => event.currentTarget.select()} />
-        <button type="button" onClick={copy}>
-          {copied ? 'Copied' : 'Copy'}
-        </button>
-      </div>
-      <p>This is shown only once: copy it now.</p>
-      {onDone ? (
-        <button type="button" onClick={onDone}>
-          Done
-        </button>
-      ) : null}
-    </section>
   );
 }
 

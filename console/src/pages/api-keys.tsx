@@ -1,7 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
-import { ErrorText, Field, SecretOnce, When } from '../components/ui.js';
+import { ListTable } from '../components/list-table.js';
+import { ShownOnce } from '../components/secret-once.js';
+import { ErrorText, Field, When } from '../components/ui.js';
 import { useSession } from '../session.js';
 
 export default function ApiKeysPage() {
@@ -26,44 +28,31 @@ export default function ApiKeysPage() {
     <>
       <h1>API keys</h1>
       <ErrorText error={keys.error ?? remove.error} />
-      <div className="scroll">
-        <table aria-label="API keys">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Role</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data?.api_keys.map((apiKey) => (
-              <tr key={apiKey.id}>
-                <td>{apiKey.name}</td>
-                <td>{apiKey.role}</td>
-                <td>
-                  <When at={apiKey.created_at} />
-                </td>
-                <td>
-                  <button
-                    type="button"
-                    aria-label={`Delete key ${apiKey.name}`}
-                    onClick={() => {
-                      if (window.confirm(`Delete key ${apiKey.name}? It stops working at once.`))
-                        remove.mutate(apiKey.id);
-                    }}
-                  >
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {create.data ? (
-        <SecretOnce label={`Key ${create.data.name}`} value={create.data.key} onDone={() => create.reset()} />
-      ) : (
+      <ListTable
+        label="API keys"
+        rows={keys.data?.api_keys}
+        rowKey={(apiKey) => apiKey.id}
+        columns={[
+          { header: 'Name', cell: (apiKey) => apiKey.name },
+          { header: 'Role', cell: (apiKey) => apiKey.role },
+          { header: 'Created', cell: (apiKey) => <When at={apiKey.created_at} /> },
+          {
+            header: 'Actions',
+            cell: (apiKey) => (
+              <button
+                type="button"
+                aria-label={`Delete key ${apiKey.name}`}
+                onClick={() => {
+                  if (window.confirm(`Delete key ${apiKey.name}? It stops working at once.`)) remove.mutate(apiKey.id);
+                }}
+              >
+                Delete
+              </button>
+            ),
+          },
+        ]}
+      />
+      <ShownOnce created={create} secret={(created) => ({ label: `Key ${created.name}`, value: created.key })}>
         <form
           className="panel inline"
           aria-label="Create an API key"
@@ -88,7 +77,7 @@ export default function ApiKeysPage() {
           </button>
           <ErrorText error={create.error} />
         </form>
-      )}
+      </ShownOnce>
     </>
   );
 }

@@ -1,42 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
+import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
+import { ListTable } from '../components/list-table.js';
 import { ErrorText, Field, parseJson, When } from '../components/ui.js';
-import { rawCall } from '../raw.js';
 import { href } from '../router.js';
-import { useRouteAvailable } from '../routes.js';
 import { useSession } from '../session.js';
 
-/** A cron as CONTRACTS §11 describes it. */
-interface Cron {
-  id: string;
-  deployment_id: string;
-  schedule: string;
-  timezone: string;
-  environment: string;
-  enabled: boolean;
-  next_run_at: string | null;
-  last_run_at: string | null;
-  last_run_id: string | null;
-  last_error?: string | null;
-}
-
 export default function CronsPage() {
-  const available = useRouteAvailable('/v1/crons');
-  if (available === undefined) return <p>Loading…</p>;
-  if (!available) {
-    return (
-      <>
-        <h1>Crons</h1>
-        <p>This server does not serve crons yet.</p>
-      </>
-    );
-  }
-  return <CronList />;
-}
-
-function CronList() {
-  const { key } = useSession();
+  const { client } = useSession();
   const queries = useQueryClient();
   const [deploymentId, setDeploymentId] = useState('');
   const [schedule, setSchedule] = useState('0 * * * *');
@@ -44,22 +16,26 @@ function CronList() {
   const [input, setInput] = useState('{}');
   const crons = useQuery({
     queryKey: ['crons'],
-    queryFn: () => rawCall<{ crons: Cron[] }>(key, 'GET', '/v1/crons?limit=200'),
+    queryFn: () => unwrap(client.GET('/v1/crons', { params: { query: { limit: 200 } } })),
   });
   const refresh = () => void queries.invalidateQueries({ queryKey: ['crons'] });
   const create = useMutation({
     mutationFn: () =>
-      rawCall<Cron>(key, 'POST', '/v1/crons', {
-        deployment_id: deploymentId,
-        schedule,
-        timezone,
-        input: parseJson(input, 'Input') ?? {},
-      }),
+      unwrap(
+        client.POST('/v1/crons', {
+          body: {
+            deployment_id: deploymentId,
+            schedule,
+            timezone,
+            input: (parseJson(input, 'Input') ?? {}) as Record<string, unknown>,
+          },
+        }),
+      ),
     onSuccess: refresh,
   });
   const patch = useMutation({
     mutationFn: ({ id, enabled }: { id: string; enabled: boolean }) =>
-      rawCall<Cron>(key, 'PATCH', `/v1/crons/${encodeURIComponent(id)}`, { enabled }),
+      unwrap(client.PATCH('/v1/crons/{id}', { params: { path: { id } }, body: { enabled } })),
     onSettled: refresh,
   });
   // The checkbox follows the click at once (React state, set in the same event); once the change is
@@ -78,57 +54,58 @@ function CronList() {
     );
   };
   const remove = useMutation({
-    mutationFn: (id: string) => rawCall(key, 'DELETE', `/v1/crons/${encodeURIComponent(id)}`),
+    mutationFn: (id: string) => unwrap(client.DELETE('/v1/crons/{id}', { params: { path: { id } } })),
     onSuccess: refresh,
   });
   return (
     <>
       <h1>Crons</h1>
       <ErrorText error={crons.error ?? patch.error ?? remove.error} />
-      <div className="scroll">
-        <table aria-label="Crons">
-          <thead>
-            <tr>
-              <th scope="col">Schedule</th>
-              <th scope="col">Deployment</th>
-              <th scope="col">Next run</th>
-              <th scope="col">Last run</th>
-              <th scope="col">Enabled</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {crons.data?.crons.map((cron) => (
-              <tr key={cron.id}>
-                <td>
-                  <code>{cron.schedule}</code> ({cron.timezone})
-                </td>
-                <td>{cron.deployment_id}</td>
-                <td>
-                  <When at={cron.next_run_at} />
-                </td>
-                <td>
-                  {cron.last_run_id ? <a href={href('runs', cron.last_run_id)}>{cron.last_run_id}</a> : '—'}
-                  {cron.last_error ? <div className="error-message">{cron.last_error}</div> : null}
-                </td>
-                <td>
-                  <input
-                    type="checkbox"
-                    aria-label={`Enabled: ${cron.schedule} (${cron.id})`}
-                    checked={clicked[cron.id] ?? cron.enabled}
-                    onChange={(e) => toggle(cron.id, e.target.checked)}
-                  />
-                </td>
-                <td>
-                  <button type="button" aria-label={`Delete cron ${cron.id}`} onClick={() => remove.mutate(cron.id)}>
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ListTable
+        label="Crons"
+        rows={crons.data?.crons}
+        rowKey={(cron) => cron.id}
+        columns={[
+          {
+            header: 'Schedule',
+            cell: (cron) => (
+              <>
+                <code>{cron.schedule}</code> ({cron.timezone})
+              </>
+            ),
+          },
+          { header: 'Deployment', cell: (cron) => cron.deployment_id },
+          { header: 'Next run', cell: (cron) => <When at={cron.next_run_at} /> },
+          {
+            header: 'Last run',
+            cell: (cron) => (
+              <>
+                {cron.last_run_id ? <a href={href('runs', cron.last_run_id)}>{cron.last_run_id}</a> : '—'}
+                {cron.last_error ? <div className="error-message">{cron.last_error}</div> : null}
+              </>
+            ),
+          },
+          {
+            header: 'Enabled',
+            cell: (cron) => (
+              <input
+                type="checkbox"
+                aria-label={`Enabled: ${cron.schedule} (${cron.id})`}
+                checked={clicked[cron.id] ?? cron.enabled}
+                onChange={(e) => toggle(cron.id, e.target.checked)}
+              />
+            ),
+          },
+          {
+            header: 'Actions',
+            cell: (cron) => (
+              <button type="button" aria-label={`Delete cron ${cron.id}`} onClick={() => remove.mutate(cron.id)}>
+                Delete
+              </button>
+            ),
+          },
+        ]}
+      />
       <form
         className="panel"
         aria-label="Create a cron"

@@ -1,22 +1,15 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { type Schemas, unwrap } from '../../../src/client/index.js';
+import { unwrap } from '../../../src/client/index.js';
+import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
+import { ListTable } from '../components/list-table.js';
 import { Timeline, useEventStream } from '../components/timeline.js';
 import { ErrorText, Field, Status, When } from '../components/ui.js';
-import { rawCall } from '../raw.js';
-import { href } from '../router.js';
-import { useRouteAvailable } from '../routes.js';
 import { useSession } from '../session.js';
 import { Variables } from './variables.js';
 
-type Environment = 'production' | 'staging';
-/** A version as newer servers describe it (CONTRACTS §8): bundle versions carry a build status. */
-type Version = Schemas['DeploymentVersion'] & {
-  source?: 'command' | 'bundle';
-  status?: 'building' | 'ready' | 'failed';
-  build_error?: string | null;
-  runtime?: string | null;
-};
+const ENVIRONMENTS = ['production', 'staging'] as const;
+type Environment = (typeof ENVIRONMENTS)[number];
 
 export function DeploymentDetail({ id }: { id: string }) {
   const { client } = useSession();
@@ -30,7 +23,7 @@ export function DeploymentDetail({ id }: { id: string }) {
     queryKey: ['versions', id],
     queryFn: async () =>
       (await unwrap(client.GET('/v1/deployments/{id}/versions', { params: { path: { id }, query: { limit: 100 } } })))
-        .versions as Version[],
+        .versions,
     refetchInterval: (query) => (query.state.data?.some((version) => version.status === 'building') ? 2000 : false),
   });
   const refresh = () => {
@@ -54,89 +47,78 @@ export function DeploymentDetail({ id }: { id: string }) {
   const environments = deployment.data?.environments;
   return (
     <>
-      <p>
-        <a href={href('deployments')}>← Deployments</a>
-      </p>
-      <h1>{deployment.data?.name ?? 'Deployment'}</h1>
+      <DetailHeader
+        back={{ page: 'deployments', label: 'Deployments' }}
+        title={deployment.data?.name ?? 'Deployment'}
+        error={deployment.error ?? setEnvironment.error}
+      />
       <p>
         <code>{id}</code>
       </p>
-      <ErrorText error={deployment.error ?? setEnvironment.error} />
       {environments ? (
-        <dl className="facts" aria-label="Environments">
-          {(['production', 'staging'] as const).map((environment) => (
-            <div key={environment}>
-              <dt>{environment}</dt>
-              <dd>
-                {environments[environment]
-                  ? `version ${environments[environment].version_number}`
-                  : 'no running version'}{' '}
-                {environments[environment] ? (
-                  <button type="button" onClick={() => setEnvironment.mutate({ environment, versionId: null })}>
-                    Clear {environment}
-                  </button>
-                ) : null}
-              </dd>
-            </div>
+        <Facts label="Environments">
+          {ENVIRONMENTS.map((environment) => (
+            <Fact key={environment} name={environment}>
+              {environments[environment] ? `version ${environments[environment].version_number}` : 'no running version'}{' '}
+              {environments[environment] ? (
+                <button type="button" onClick={() => setEnvironment.mutate({ environment, versionId: null })}>
+                  Clear {environment}
+                </button>
+              ) : null}
+            </Fact>
           ))}
-        </dl>
+        </Facts>
       ) : null}
       <h2>Versions</h2>
       <ErrorText error={versions.error} />
-      <div className="scroll">
-        <table aria-label="Versions">
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">Source</th>
-              <th scope="col">Build</th>
-              <th scope="col">Command</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {versions.data?.map((version) => (
-              <tr key={version.id}>
-                <td>v{version.number}</td>
-                <td>{version.source ?? 'command'}</td>
-                <td>
-                  <Status value={version.status ?? 'ready'} />
-                  {version.build_error ? <div className="error-message">{version.build_error}</div> : null}
-                </td>
-                <td>
-                  <code>{version.command.join(' ')}</code>
-                </td>
-                <td>
-                  <When at={version.created_at} />
-                </td>
-                <td className="actions">
-                  {(['production', 'staging'] as const).map((environment) => (
-                    <button
-                      key={environment}
-                      type="button"
-                      aria-label={`To ${environment}: v${version.number}`}
-                      disabled={environments?.[environment]?.version_id === version.id}
-                      onClick={() => setEnvironment.mutate({ environment, versionId: version.id })}
-                    >
-                      To {environment}
-                    </button>
-                  ))}
-                  {version.source === 'bundle' ? (
-                    <button
-                      type="button"
-                      aria-label={`Build log of v${version.number}`}
-                      onClick={() => setLogOf(version.id)}
-                    >
-                      Build log
-                    </button>
-                  ) : null}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ListTable
+        label="Versions"
+        rows={versions.data}
+        rowKey={(version) => version.id}
+        columns={[
+          { header: 'Version', cell: (version) => `v${version.number}` },
+          { header: 'Source', cell: (version) => version.source },
+          {
+            header: 'Build',
+            cell: (version) => (
+              <>
+                <Status value={version.status} />
+                {version.build_error ? <div className="error-message">{version.build_error}</div> : null}
+              </>
+            ),
+          },
+          { header: 'Command', cell: (version) => <code>{version.command.join(' ')}</code> },
+          { header: 'Created', cell: (version) => <When at={version.created_at} /> },
+          {
+            header: 'Actions',
+            className: 'actions',
+            cell: (version) => (
+              <>
+                {ENVIRONMENTS.map((environment) => (
+                  <button
+                    key={environment}
+                    type="button"
+                    aria-label={`To ${environment}: v${version.number}`}
+                    disabled={environments?.[environment]?.version_id === version.id}
+                    onClick={() => setEnvironment.mutate({ environment, versionId: version.id })}
+                  >
+                    To {environment}
+                  </button>
+                ))}
+                {version.source === 'bundle' ? (
+                  <button
+                    type="button"
+                    aria-label={`Build log of v${version.number}`}
+                    onClick={() => setLogOf(version.id)}
+                  >
+                    Build log
+                  </button>
+                ) : null}
+              </>
+            ),
+          },
+        ]}
+      />
       {logOf ? <BuildLog deploymentId={id} versionId={logOf} onEnd={refresh} /> : null}
       <UploadBundle
         deploymentId={id}
@@ -159,24 +141,24 @@ function BuildLog({ deploymentId, versionId, onEnd }: { deploymentId: string; ve
 }
 
 function UploadBundle({ deploymentId, onUploaded }: { deploymentId: string; onUploaded(versionId: string): void }) {
-  const { key } = useSession();
-  const available = useRouteAvailable('/v1/deployments/{id}/versions/{version_id}/build/events');
+  const { client } = useSession();
   const [file, setFile] = useState<File | null>(null);
   const [environment, setEnvironment] = useState<Environment | ''>('');
   const upload = useMutation({
     mutationFn: () => {
       if (!file) throw new Error('Choose a .tar.gz bundle first');
-      const query = environment ? `?environment=${environment}` : '';
-      return rawCall<Version>(
-        key,
-        'POST',
-        `/v1/deployments/${encodeURIComponent(deploymentId)}/versions${query}`,
-        file,
+      return unwrap(
+        client.POST('/v1/deployments/{id}/versions', {
+          params: { path: { id: deploymentId }, query: environment ? { environment } : {} },
+          // The bundle goes as it is: a gzipped tar, not JSON.
+          body: file,
+          bodySerializer: (bundle) => bundle as File,
+          headers: { 'content-type': 'application/gzip' },
+        }),
       );
     },
     onSuccess: (version) => onUploaded(version.id),
   });
-  if (!available) return null;
   return (
     <form
       className="panel"

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
+import { ListTable } from '../components/list-table.js';
 import { ErrorText, Field, When } from '../components/ui.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -43,34 +44,24 @@ function DeploymentList() {
         <button type="submit">Create deployment</button>
       </form>
       <ErrorText error={create.error ?? deployments.error} />
-      <div className="scroll">
-        <table aria-label="Deployments">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Production</th>
-              <th scope="col">Staging</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {deployments.data?.deployments.map((deployment) => (
-              <tr key={deployment.id}>
-                <td>
-                  <a href={href('deployments', deployment.id)}>{deployment.name}</a>
-                </td>
-                <td>
-                  {deployment.environments.production ? `v${deployment.environments.production.version_number}` : '—'}
-                </td>
-                <td>{deployment.environments.staging ? `v${deployment.environments.staging.version_number}` : '—'}</td>
-                <td>
-                  <When at={deployment.created_at} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ListTable
+        label="Deployments"
+        rows={deployments.data?.deployments}
+        rowKey={(deployment) => deployment.id}
+        columns={[
+          {
+            header: 'Name',
+            cell: (deployment) => <a href={href('deployments', deployment.id)}>{deployment.name}</a>,
+          },
+          { header: 'Production', cell: (deployment) => runningVersion(deployment.environments.production) },
+          { header: 'Staging', cell: (deployment) => runningVersion(deployment.environments.staging) },
+          { header: 'Created', cell: (deployment) => <When at={deployment.created_at} /> },
+        ]}
+      />
     </>
   );
+}
+
+function runningVersion(running: { version_number: number } | null | undefined): string {
+  return running ? `v${running.version_number}` : '—';
 }

@@ -2,7 +2,9 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
-import { ErrorText, Field, SecretOnce, When } from '../components/ui.js';
+import { ListTable } from '../components/list-table.js';
+import { ShownOnce } from '../components/secret-once.js';
+import { ErrorText, Field, When } from '../components/ui.js';
 import { useSession } from '../session.js';
 
 export default function IncomingWebhooksPage() {
@@ -33,45 +35,32 @@ export default function IncomingWebhooksPage() {
     <>
       <h1>Incoming webhooks</h1>
       <ErrorText error={list.error ?? remove.error} />
-      <div className="scroll">
-        <table aria-label="Incoming webhooks">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Deployment</th>
-              <th scope="col">Environment</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data?.incoming_webhooks.map((hook) => (
-              <tr key={hook.id}>
-                <td>{hook.name ?? hook.id}</td>
-                <td>{hook.deployment_id}</td>
-                <td>{hook.environment}</td>
-                <td>
-                  <When at={hook.created_at} />
-                </td>
-                <td>
-                  <button
-                    type="button"
-                    aria-label={`Delete ${hook.name ?? hook.id}`}
-                    onClick={() => {
-                      if (window.confirm('Its URL answers 404 from then on. Delete?')) remove.mutate(hook.id);
-                    }}
-                  >
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {create.data ? (
-        <SecretOnce label="Webhook URL" value={create.data.url} onDone={() => create.reset()} />
-      ) : (
+      <ListTable
+        label="Incoming webhooks"
+        rows={list.data?.incoming_webhooks}
+        rowKey={(hook) => hook.id}
+        columns={[
+          { header: 'Name', cell: (hook) => hook.name ?? hook.id },
+          { header: 'Deployment', cell: (hook) => hook.deployment_id },
+          { header: 'Environment', cell: (hook) => hook.environment },
+          { header: 'Created', cell: (hook) => <When at={hook.created_at} /> },
+          {
+            header: 'Actions',
+            cell: (hook) => (
+              <button
+                type="button"
+                aria-label={`Delete ${hook.name ?? hook.id}`}
+                onClick={() => {
+                  if (window.confirm('Its URL answers 404 from then on. Delete?')) remove.mutate(hook.id);
+                }}
+              >
+                Delete
+              </button>
+            ),
+          },
+        ]}
+      />
+      <ShownOnce created={create} secret={(created) => ({ label: 'Webhook URL', value: created.url })}>
         <form
           className="panel"
           aria-label="Create an incoming webhook"
@@ -100,7 +89,7 @@ export default function IncomingWebhooksPage() {
           </button>
           <ErrorText error={create.error} />
         </form>
-      )}
+      </ShownOnce>
     </>
   );
 }

@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
-import { ErrorText, Field, SecretOnce, When } from '../components/ui.js';
+import { ShownOnce } from '../components/secret-once.js';
+import { ErrorText, Field, When } from '../components/ui.js';
 import { useSession } from '../session.js';
 
 /** Organizations: admin keys of organization `default` only; others see the API's 403 message. */
@@ -31,13 +32,10 @@ export default function OrganizationsPage() {
           </li>
         ))}
       </ul>
-      {create.data ? (
-        <SecretOnce
-          label={`Admin key of ${create.data.name}`}
-          value={create.data.api_key.key}
-          onDone={() => create.reset()}
-        />
-      ) : (
+      <ShownOnce
+        created={create}
+        secret={(created) => ({ label: `Admin key of ${created.name}`, value: created.api_key.key })}
+      >
         <form
           className="panel inline"
           aria-label="Create an organization"
@@ -54,7 +52,7 @@ export default function OrganizationsPage() {
           </button>
           <ErrorText error={create.error} />
         </form>
-      )}
+      </ShownOnce>
     </>
   );
 }

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { unwrap } from '../../../src/client/index.js';
+import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
 import { Timeline, useEventStream } from '../components/timeline.js';
 import { ErrorText, Json, Status, When } from '../components/ui.js';
 import { href } from '../router.js';
@@ -22,32 +23,24 @@ export function RunDetail({ id }: { id: string }) {
   const data = run.data;
   return (
     <>
-      <p>
-        <a href={href('runs')}>← Runs</a>
-      </p>
-      <h1>Run {id}</h1>
-      <ErrorText error={run.error} />
+      <DetailHeader back={{ page: 'runs', label: 'Runs' }} title={`Run ${id}`} error={run.error} />
       {data ? (
-        <dl className="facts">
-          <dt>Status</dt>
-          <dd>
+        <Facts>
+          <Fact name="Status">
             <Status value={data.status} />
-          </dd>
-          <dt>Deployment</dt>
-          <dd>{data.deployment_id}</dd>
-          <dt>Environment</dt>
-          <dd>{data.environment}</dd>
-          <dt>Thread</dt>
-          <dd>{data.thread_id ? <a href={href('threads', data.thread_id)}>{data.thread_id}</a> : '—'}</dd>
-          <dt>Created</dt>
-          <dd>
+          </Fact>
+          <Fact name="Deployment">{data.deployment_id}</Fact>
+          <Fact name="Environment">{data.environment}</Fact>
+          <Fact name="Thread">
+            {data.thread_id ? <a href={href('threads', data.thread_id)}>{data.thread_id}</a> : '—'}
+          </Fact>
+          <Fact name="Created">
             <When at={data.created_at} />
-          </dd>
-          <dt>Completed</dt>
-          <dd>
+          </Fact>
+          <Fact name="Completed">
             <When at={data.completed_at} />
-          </dd>
-        </dl>
+          </Fact>
+        </Facts>
       ) : null}
       {data && (data.status === 'pending' || data.status === 'running') ? (
         <button type="button" onClick={() => cancel.mutate()} disabled={cancel.isPending}>

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Schemas, unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
+import { ListTable } from '../components/list-table.js';
 import { ErrorText, Field, Pager, parseJson, Status, When } from '../components/ui.js';
 import { hashQuery, href, navigate } from '../router.js';
 import { useSession } from '../session.js';
@@ -104,38 +105,21 @@ function RunList() {
 }
 
 function RunTable({ runs }: { runs: Schemas['Run'][] }) {
-  if (runs.length === 0) return <p>No runs.</p>;
   return (
-    <div className="scroll">
-      <table aria-label="Runs" className="fixed">
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">Status</th>
-            <th scope="col">Deployment</th>
-            <th scope="col">Environment</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.map((run) => (
-            <tr key={run.id}>
-              <td>
-                <a href={href('runs', run.id)}>{run.id}</a>
-              </td>
-              <td>
-                <Status value={run.status} />
-              </td>
-              <td>{run.deployment_id}</td>
-              <td>{run.environment}</td>
-              <td>
-                <When at={run.created_at} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <ListTable
+      label="Runs"
+      fixed
+      empty="No runs."
+      rows={runs}
+      rowKey={(run) => run.id}
+      columns={[
+        { header: 'Run', cell: (run) => <a href={href('runs', run.id)}>{run.id}</a> },
+        { header: 'Status', cell: (run) => <Status value={run.status} /> },
+        { header: 'Deployment', cell: (run) => run.deployment_id },
+        { header: 'Environment', cell: (run) => run.environment },
+        { header: 'Created', cell: (run) => <When at={run.created_at} /> },
+      ]}
+    />
   );
 }
 

@@ -2,11 +2,12 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { type ColumnDraft, ColumnsEditor, fromColumns, toColumnInputs } from '../components/columns-editor.js';
+import { DetailHeader } from '../components/detail-header.js';
 import { emptyGroup, FilterBuilder, type Group, toFilter } from '../components/filter-builder.js';
 import { RowForm } from '../components/row-form.js';
 import { type GridQuery, type Row, RowGrid } from '../components/row-grid.js';
 import { ErrorText } from '../components/ui.js';
-import { href, navigate } from '../router.js';
+import { navigate } from '../router.js';
 import { useSession } from '../session.js';
 
 export function TableDetail({ id }: { id: string }) {
@@ -71,10 +72,7 @@ export function TableDetail({ id }: { id: string }) {
     }));
   return (
     <>
-      <p>
-        <a href={href('tables')}>← Tables</a>
-      </p>
-      <h1>{data.name}</h1>
+      <DetailHeader back={{ page: 'tables', label: 'Tables' }} title={data.name} />
       {data.description ? <p>{data.description}</p> : null}
       <section className="panel" aria-label="Filter rows">
         <FilterBuilder group={draftFilter} columns={data.columns} onChange={setDraftFilter} />

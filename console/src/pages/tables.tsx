@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { type ColumnDraft, ColumnsEditor, toColumnInputs } from '../components/columns-editor.js';
+import { ListTable } from '../components/list-table.js';
 import { ErrorText, Field, When } from '../components/ui.js';
 import { href, navigate } from '../router.js';
 import { useSession } from '../session.js';
@@ -32,32 +33,17 @@ function TableList() {
     <>
       <h1>Tables</h1>
       <ErrorText error={tables.error} />
-      <div className="scroll">
-        <table aria-label="Tables">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Rows</th>
-              <th scope="col">Columns</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {tables.data?.tables.map((table) => (
-              <tr key={table.id}>
-                <td>
-                  <a href={href('tables', table.id)}>{table.name}</a>
-                </td>
-                <td>{table.row_count}</td>
-                <td>{table.columns.map((column) => column.name).join(', ')}</td>
-                <td>
-                  <When at={table.updated_at} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ListTable
+        label="Tables"
+        rows={tables.data?.tables}
+        rowKey={(table) => table.id}
+        columns={[
+          { header: 'Name', cell: (table) => <a href={href('tables', table.id)}>{table.name}</a> },
+          { header: 'Rows', cell: (table) => table.row_count },
+          { header: 'Columns', cell: (table) => table.columns.map((column) => column.name).join(', ') },
+          { header: 'Updated', cell: (table) => <When at={table.updated_at} /> },
+        ]}
+      />
       <form
         className="panel"
         aria-label="Create a table"

@@ -1,19 +1,18 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Schemas, unwrap } from '../../../src/client/index.js';
+import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
 import { ErrorText, Field, Json, parseJson, Status, When } from '../components/ui.js';
-import { rawCall } from '../raw.js';
 import { href, navigate } from '../router.js';
 import { useSession } from '../session.js';
 
-/** A thread as newer servers describe it (CONTRACTS §9): an interrupted thread lists its interrupts. */
-type Thread = Schemas['Thread'] & { interrupts?: { id?: string; value: unknown }[] };
+type Thread = Schemas['Thread'];
 
 export function ThreadDetail({ id }: { id: string }) {
   const { client } = useSession();
   const thread = useQuery({
     queryKey: ['thread', id],
-    queryFn: async () => (await unwrap(client.GET('/v1/threads/{id}', { params: { path: { id } } }))) as Thread,
+    queryFn: () => unwrap(client.GET('/v1/threads/{id}', { params: { path: { id } } })),
     refetchInterval: (query) => (query.state.data?.status === 'busy' ? 1500 : false),
   });
   const history = useQuery({
@@ -23,26 +22,19 @@ export function ThreadDetail({ id }: { id: string }) {
   const data = thread.data;
   return (
     <>
-      <p>
-        <a href={href('threads')}>← Threads</a>
-      </p>
-      <h1>Thread {id}</h1>
-      <ErrorText error={thread.error} />
+      <DetailHeader back={{ page: 'threads', label: 'Threads' }} title={`Thread ${id}`} error={thread.error} />
       {data ? (
         <>
-          <dl className="facts">
-            <dt>Status</dt>
-            <dd>
+          <Facts>
+            <Fact name="Status">
               <Status value={data.status} />
-            </dd>
-            <dt>Deployment</dt>
-            <dd>{data.deployment_id}</dd>
-            <dt>Updated</dt>
-            <dd>
+            </Fact>
+            <Fact name="Deployment">{data.deployment_id}</Fact>
+            <Fact name="Updated">
               <When at={data.updated_at} />
-            </dd>
-          </dl>
-          {data.interrupts && data.interrupts.length > 0 ? <Interrupts interrupts={data.interrupts} /> : null}
+            </Fact>
+          </Facts>
+          {data.interrupts.length > 0 ? <Interrupts interrupts={data.interrupts} /> : null}
           <StartThreadRun thread={data} />
           <Json label="Values" value={data.values} />
           <Json label="Metadata" value={data.metadata} />
@@ -63,7 +55,7 @@ export function ThreadDetail({ id }: { id: string }) {
   );
 }
 
-function Interrupts({ interrupts }: { interrupts: NonNullable<Thread['interrupts']> }) {
+function Interrupts({ interrupts }: { interrupts: Thread['interrupts'] }) {
   return (
     <section className="panel interrupts" aria-label="Interrupts">
       <h2>Waiting for input</h2>
@@ -80,19 +72,17 @@ function Interrupts({ interrupts }: { interrupts: NonNullable<Thread['interrupts
 
 /** Starts a run in the thread; on an interrupted thread, the run resumes it with `command.resume`. */
 function StartThreadRun({ thread }: { thread: Thread }) {
-  const { client, key } = useSession();
+  const { client } = useSession();
   const queries = useQueryClient();
   const interrupted = thread.status === 'interrupted';
   const [input, setInput] = useState('{}');
   const [resume, setResume] = useState('');
   const start = useMutation({
     mutationFn: async () => {
-      const body = { input: (parseJson(input, 'Input') ?? {}) as Record<string, unknown> };
-      if (interrupted) {
-        const command = { resume: parseJson(resume, 'Resume value') ?? resume };
-        const path = `/v1/threads/${encodeURIComponent(thread.thread_id)}/runs`;
-        return rawCall<{ run_id: string }>(key, 'POST', path, { ...body, command });
-      }
+      const body = {
+        input: (parseJson(input, 'Input') ?? {}) as Record<string, unknown>,
+        ...(interrupted ? { command: { resume: parseJson(resume, 'Resume value') ?? resume } } : {}),
+      };
       return unwrap(client.POST('/v1/threads/{id}/runs', { params: { path: { id: thread.thread_id } }, body }));
     },
     onSuccess: (created) => {

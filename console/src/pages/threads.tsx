@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
+import { ListTable } from '../components/list-table.js';
 import { ErrorText, Field, parseJson, Status, When } from '../components/ui.js';
 import { href, navigate } from '../router.js';
 import { useSession } from '../session.js';
@@ -61,32 +62,16 @@ function ThreadList() {
       {deploymentId === '' ? <p>Choose a deployment to see its threads.</p> : null}
       <ErrorText error={threads.error} />
       {threads.data ? (
-        <div className="scroll">
-          <table aria-label="Threads">
-            <thead>
-              <tr>
-                <th scope="col">Thread</th>
-                <th scope="col">Status</th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              {threads.data.threads.map((thread) => (
-                <tr key={thread.thread_id}>
-                  <td>
-                    <a href={href('threads', thread.thread_id)}>{thread.thread_id}</a>
-                  </td>
-                  <td>
-                    <Status value={thread.status} />
-                  </td>
-                  <td>
-                    <When at={thread.updated_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <ListTable
+          label="Threads"
+          rows={threads.data.threads}
+          rowKey={(thread) => thread.thread_id}
+          columns={[
+            { header: 'Thread', cell: (thread) => <a href={href('threads', thread.thread_id)}>{thread.thread_id}</a> },
+            { header: 'Status', cell: (thread) => <Status value={thread.status} /> },
+            { header: 'Updated', cell: (thread) => <When at={thread.updated_at} /> },
+          ]}
+        />
       ) : null}
       {deploymentId ? (
         <form

@@ -1,33 +1,29 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
+import { unwrap } from '../../../src/client/index.js';
 import { ErrorText, Field } from '../components/ui.js';
-import { rawCall } from '../raw.js';
-import { useRouteAvailable } from '../routes.js';
 import { useSession } from '../session.js';
 
 /** Deployment variables (CONTRACTS §8) by name; values go in and are never shown again. */
 export function Variables({ deploymentId }: { deploymentId: string }) {
-  const { key } = useSession();
+  const { client } = useSession();
   const queries = useQueryClient();
-  const available = useRouteAvailable('/v1/deployments/{id}/variables');
-  const path = `/v1/deployments/${encodeURIComponent(deploymentId)}/variables`;
+  const path = { params: { path: { id: deploymentId } } };
   const [name, setName] = useState('');
   const [value, setValue] = useState('');
   const names = useQuery({
     queryKey: ['variables', deploymentId],
-    queryFn: () => rawCall<{ names: string[] }>(key, 'GET', path),
-    enabled: available === true,
+    queryFn: () => unwrap(client.GET('/v1/deployments/{id}/variables', path)),
   });
   const put = useMutation({
     mutationFn: (variables: Record<string, string | null>) =>
-      rawCall<{ names: string[] }>(key, 'PUT', path, { variables }),
+      unwrap(client.PUT('/v1/deployments/{id}/variables', { ...path, body: { variables } })),
     onSuccess: (result) => {
       setName('');
       setValue('');
       queries.setQueryData(['variables', deploymentId], result);
     },
   });
-  if (!available) return null;
   return (
     <section className="panel" aria-label="Variables">
       <h2>Variables</h2>

@@ -1,8 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
-import { ErrorText, Json, SecretOnce, Status, When } from '../components/ui.js';
-import { href, navigate } from '../router.js';
+import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
+import { ListTable } from '../components/list-table.js';
+import { ShownOnce } from '../components/secret-once.js';
+import { ErrorText, Json, Status, When } from '../components/ui.js';
+import { navigate } from '../router.js';
 import { useSession } from '../session.js';
 
 export function WebhookDetail({ id }: { id: string }) {
@@ -50,33 +53,27 @@ export function WebhookDetail({ id }: { id: string }) {
   const data = webhook.data;
   return (
     <>
-      <p>
-        <a href={href('webhooks')}>← Webhooks</a>
-      </p>
-      <h1>{data?.name ?? 'Webhook'}</h1>
-      <ErrorText error={webhook.error ?? toggle.error ?? regenerate.error ?? remove.error} />
+      <DetailHeader
+        back={{ page: 'webhooks', label: 'Webhooks' }}
+        title={data?.name ?? 'Webhook'}
+        error={webhook.error ?? toggle.error ?? regenerate.error ?? remove.error}
+      />
       {data ? (
-        <dl className="facts">
-          <dt>URL</dt>
-          <dd>{data.url}</dd>
-          <dt>Events</dt>
-          <dd>{data.events.join(', ')}</dd>
-          <dt>Deployment</dt>
-          <dd>
+        <Facts>
+          <Fact name="URL">{data.url}</Fact>
+          <Fact name="Events">{data.events.join(', ')}</Fact>
+          <Fact name="Deployment">
             {data.deployment_id} ({data.environment})
-          </dd>
-          <dt>Enabled</dt>
-          <dd>
+          </Fact>
+          <Fact name="Enabled">
             <label>
               <input type="checkbox" checked={clicked ?? data.enabled} onChange={(e) => setEnabled(e.target.checked)} />{' '}
               Enabled
             </label>
-          </dd>
-        </dl>
+          </Fact>
+        </Facts>
       ) : null}
-      {regenerate.data ? (
-        <SecretOnce label="New signing secret" value={regenerate.data.secret} onDone={() => regenerate.reset()} />
-      ) : (
+      <ShownOnce created={regenerate} secret={(fresh) => ({ label: 'New signing secret', value: fresh.secret })}>
         <button
           type="button"
           onClick={() => {
@@ -85,52 +82,40 @@ export function WebhookDetail({ id }: { id: string }) {
         >
           Regenerate secret
         </button>
-      )}
+      </ShownOnce>
       <h2>Deliveries</h2>
       <ErrorText error={deliveries.error ?? redeliver.error} />
-      <div className="scroll">
-        <table aria-label="Deliveries">
-          <thead>
-            <tr>
-              <th scope="col">Delivery</th>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Answer</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {deliveries.data?.deliveries.map((delivery) => (
-              <tr key={delivery.id}>
-                <td>{delivery.id}</td>
-                <td>{delivery.event}</td>
-                <td>
-                  <Status value={delivery.status} />
-                </td>
-                <td>{delivery.attempts}</td>
-                <td>{delivery.response_status ?? delivery.error_message ?? '—'}</td>
-                <td>
-                  <When at={delivery.created_at} />
-                </td>
-                <td className="actions">
-                  <button type="button" aria-label={`Attempts of ${delivery.id}`} onClick={() => setOpen(delivery.id)}>
-                    Attempts
-                  </button>
-                  <button
-                    type="button"
-                    aria-label={`Redeliver ${delivery.id}`}
-                    onClick={() => redeliver.mutate(delivery.id)}
-                  >
-                    Redeliver
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ListTable
+        label="Deliveries"
+        rows={deliveries.data?.deliveries}
+        rowKey={(delivery) => delivery.id}
+        columns={[
+          { header: 'Delivery', cell: (delivery) => delivery.id },
+          { header: 'Event', cell: (delivery) => delivery.event },
+          { header: 'Status', cell: (delivery) => <Status value={delivery.status} /> },
+          { header: 'Attempts', cell: (delivery) => delivery.attempts },
+          { header: 'Answer', cell: (delivery) => delivery.response_status ?? delivery.error_message ?? '—' },
+          { header: 'Created', cell: (delivery) => <When at={delivery.created_at} /> },
+          {
+            header: 'Actions',
+            className: 'actions',
+            cell: (delivery) => (
+              <>
+                <button type="button" aria-label={`Attempts of ${delivery.id}`} onClick={() => setOpen(delivery.id)}>
+                  Attempts
+                </button>
+                <button
+                  type="button"
+                  aria-label={`Redeliver ${delivery.id}`}
+                  onClick={() => redeliver.mutate(delivery.id)}
+                >
+                  Redeliver
+                </button>
+              </>
+            ),
+          },
+        ]}
+      />
       {open ? <DeliveryAttempts webhookId={id} deliveryId={open} /> : null}
       <button
         type="button"

@@ -2,7 +2,9 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
-import { ErrorText, Field, SecretOnce, When } from '../components/ui.js';
+import { ListTable } from '../components/list-table.js';
+import { ShownOnce } from '../components/secret-once.js';
+import { ErrorText, Field, When } from '../components/ui.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
 import { WebhookDetail } from './webhook-detail.js';
@@ -46,41 +48,22 @@ function WebhookList() {
     <>
       <h1>Webhooks</h1>
       <ErrorText error={webhooks.error} />
-      <div className="scroll">
-        <table aria-label="Webhooks">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">Enabled</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {webhooks.data?.webhooks.map((webhook) => (
-              <tr key={webhook.id}>
-                <td>
-                  <a href={href('webhooks', webhook.id)}>{webhook.name}</a>
-                </td>
-                <td>{webhook.url}</td>
-                <td>{webhook.events.join(', ')}</td>
-                <td>{webhook.enabled ? 'yes' : 'no'}</td>
-                <td>
-                  <When at={webhook.created_at} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {create.data ? (
-        <SecretOnce
-          label={`Signing secret of ${create.data.name}`}
-          value={create.data.secret}
-          onDone={() => create.reset()}
-        />
-      ) : (
+      <ListTable
+        label="Webhooks"
+        rows={webhooks.data?.webhooks}
+        rowKey={(webhook) => webhook.id}
+        columns={[
+          { header: 'Name', cell: (webhook) => <a href={href('webhooks', webhook.id)}>{webhook.name}</a> },
+          { header: 'URL', cell: (webhook) => webhook.url },
+          { header: 'Events', cell: (webhook) => webhook.events.join(', ') },
+          { header: 'Enabled', cell: (webhook) => (webhook.enabled ? 'yes' : 'no') },
+          { header: 'Created', cell: (webhook) => <When at={webhook.created_at} /> },
+        ]}
+      />
+      <ShownOnce
+        created={create}
+        secret={(created) => ({ label: `Signing secret of ${created.name}`, value: created.secret })}
+      >
         <form
           className="panel"
           aria-label="Create a webhook"
@@ -129,7 +112,7 @@ function WebhookList() {
           </button>
           <ErrorText error={create.error} />
         </form>
-      )}
+      </ShownOnce>
     </>
   );
 }

@@ -5,13 +5,17 @@ project folder. Importing CrewAI or LangChain takes seconds; a forked child star
 is a process of its own per run. Socket protocol (Unix stream socket, one run per connection; see
 docs/runner-protocol.md):
 
-1. The client sends one JSON line `{"env": {…}, "cwd": "…"}` and, in the same message (SCM_RIGHTS), three file
-   descriptors: the run's standard input, output and error.
+1. The client sends one JSON line `{"env": {…}, "cwd": "…"}` and, in the same message (SCM_RIGHTS), four file
+   descriptors: the run's standard input, output and error, and its working folder (opened as a directory).
 2. The server forks. The child starts a session of its own (so its process group is its pid), takes the three
-   descriptors as 0, 1 and 2, the `env` as its environment and `cwd` as its folder, and runs the crew exactly as
-   `python -m crewd_runner` would.
-3. The server answers `{"pid": N}` at once, then `{"exit_code": N}` or `{"signal": N}` when the child ends, and
-   closes the connection. A client that hangs up first gets its child's process group killed.
+   descriptors as 0, 1 and 2, the `env` as its environment, a private TMPDIR unless `env` names one, and the folder as
+   its working folder (by path when this server sees the same folder there, else through the descriptor), and runs
+   the crew exactly as `python -m crewd_runner` would.
+3. The server answers `{"pid": N}` at once, then `{"exit_code": N}` or `{"signal": N}` when the child ended, and
+   closes the connection. The client may send `{"signal": N}` lines meanwhile (the server may live in another PID
+   namespace, where the client cannot signal); a client that hangs up gets its child's process group killed.
+
+The server stops listening on SIGTERM, or when its socket file is removed, and exits once its children ended.
 """
 
 import argparse
@@ -22,10 +26,15 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
 
 from . import cli
+from .forkchild import run_child, remove_private_tmp
 
 HEADER_LIMIT = 1 << 20
+# How often a server checks that its socket file is still there: crewd removes it to retire the server.
+SOCKET_CHECK_SECONDS = 2.0
+SIGNALS_FROM_CLIENTS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL}
 
 
 def parse_args(argv):
@@ -54,13 +63,26 @@ def preload(args, cwd):
     return lambda: loaded
 
 
+class Child:
+    """A run's child as the server knows it: its client connection, what the client sent, its private TMPDIR."""
+
+    def __init__(self, connection, tmp):
+        self.connection = connection
+        self.tmp = tmp
+        self.pending = b""
+
+
 class ForkServer:
-    def __init__(self, listener, load, idle_seconds):
+    def __init__(self, listener, socket_path, load, idle_seconds):
         self._listener = listener
+        self._socket_path = socket_path
+        self._socket_id = file_id(socket_path)
         self._load = load
         self._idle_seconds = idle_seconds
         self._selector = selectors.DefaultSelector()
-        self._children = {}  # pid -> client connection
+        self._children = {}  # pid -> Child
+        self._draining = False
+        self._stop_asked = False
         self._wake_read, self._wake_write = socket.socketpair()
 
     def serve(self):
@@ -68,23 +90,39 @@ class ForkServer:
         self._wake_write.setblocking(False)
         signal.set_wakeup_fd(self._wake_write.fileno())
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        # The handler only notes it (and wakes the loop): closing the listener under an accept() would break it.
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "_stop_asked", True))
         self._selector.register(self._listener, selectors.EVENT_READ, "accept")
         self._selector.register(self._wake_read, selectors.EVENT_READ, "wake")
-        while True:
-            ready = self._selector.select(self._idle_seconds)
-            if not ready and not self._children:
-                return
+        idle_for = 0.0
+        while not (self._draining and not self._children):
+            tick = max(0.05, min(self._idle_seconds, SOCKET_CHECK_SECONDS))
+            ready = self._selector.select(tick)
             for key, _ in ready:
                 self._dispatch(key)
+            idle_for = 0.0 if ready or self._children else idle_for + tick
+            if self._stop_asked or idle_for >= self._idle_seconds or file_id(self._socket_path) != self._socket_id:
+                self.drain()
+
+    def drain(self):
+        """No more runs: the listener closes and the server ends with its last child."""
+        if self._draining:
+            return
+        self._draining = True
+        self._selector.unregister(self._listener)
+        self._listener.close()
+        if file_id(self._socket_path) == self._socket_id:
+            os.unlink(self._socket_path)
 
     def _dispatch(self, key):
         if key.data == "accept":
-            self._accept()
+            if not self._draining:
+                self._accept()
         elif key.data == "wake":
             self._wake_read.recv(4096)
             self._reap()
         else:
-            self._client_hung_up(key.fileobj, key.data)
+            self._from_client(key.data)
 
     def _accept(self):
         connection, _ = self._listener.accept()
@@ -94,34 +132,17 @@ class ForkServer:
             send_line(connection, {"error": str(error)})
             connection.close()
             return
+        tmp = None if (header.get("env") or {}).get("TMPDIR") else private_tmp()
         pid = os.fork()
         if pid == 0:
-            self._run_child(connection, header, fds)
+            others = [child.connection for child in self._children.values()]
+            inherited = [self._selector, self._listener, connection, self._wake_read, self._wake_write, *others]
+            run_child(header, fds, tmp, self._load, inherited)
         for fd in fds:
             os.close(fd)
-        self._children[pid] = connection
+        self._children[pid] = Child(connection, tmp)
         self._selector.register(connection, selectors.EVENT_READ, pid)
         send_line(connection, {"pid": pid})
-
-    def _run_child(self, connection, header, fds):
-        code = 1
-        try:
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            for sock in (self._listener, connection, self._wake_read, self._wake_write):
-                sock.close()
-            os.setsid()
-            for target_fd, fd in enumerate(fds):
-                os.dup2(fd, target_fd)
-                os.close(fd)
-            os.environ.clear()
-            os.environ.update(header.get("env") or {})
-            if header.get("cwd"):
-                os.chdir(header["cwd"])
-            code = cli.run_over_protocol(self._load)
-        finally:
-            os._exit(code)
 
     def _reap(self):
         while self._children:
@@ -131,33 +152,70 @@ class ForkServer:
                 return
             if pid == 0:
                 return
-            connection = self._children.pop(pid, None)
-            if connection is not None:
-                self._selector.unregister(connection)
-                send_line(connection, exit_message(status))
-                connection.close()
+            child = self._children.pop(pid, None)
+            if child is None:
+                continue
+            # Whatever the run left in its group goes with it, as it would with a run's own process group.
+            kill_group(pid, signal.SIGKILL)
+            self._selector.unregister(child.connection)
+            send_line(child.connection, exit_message(status))
+            child.connection.close()
+            remove_private_tmp(child.tmp)
 
-    def _client_hung_up(self, connection, pid):
-        if connection.recv(4096):
+    def _from_client(self, pid):
+        child = self._children.get(pid)
+        if child is None:
+            return  # reaped earlier in the same round
+        data = child.connection.recv(4096)
+        if not data:
+            # The client is gone (killed): no run may outlive it.
+            kill_group(pid, signal.SIGKILL)
             return
-        # The client is gone (killed): no run may outlive it.
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        child.pending += data
+        *lines, child.pending = child.pending.split(b"\n")
+        for line in lines:
+            forward_signal(pid, line)
+
+
+def forward_signal(pid, line):
+    try:
+        signum = int(json.loads(line).get("signal"))
+    except (ValueError, TypeError, AttributeError):
+        return
+    if signum in SIGNALS_FROM_CLIENTS:
+        kill_group(pid, signum)
+
+
+def kill_group(pid, signum):
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def private_tmp():
+    return tempfile.mkdtemp(prefix="crewd-run-")
+
+
+def file_id(path):
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 def receive_request(connection):
-    data, fds, _, _ = socket.recv_fds(connection, HEADER_LIMIT, 3)
+    data, fds, _, _ = socket.recv_fds(connection, HEADER_LIMIT, 4)
     while not data.endswith(b"\n"):
         more = connection.recv(HEADER_LIMIT)
         if not more:
             raise ValueError("the request header ended early")
         data += more
-    if len(fds) != 3:
+    if len(fds) not in (3, 4):
         for fd in fds:
             os.close(fd)
-        raise ValueError("a run needs three file descriptors: stdin, stdout, stderr")
+        raise ValueError("a run needs three file descriptors (stdin, stdout, stderr) and its folder's")
     return json.loads(data), fds
 
 
@@ -189,19 +247,18 @@ def listen(path):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    # Stopped with SIGTERM, the server removes its socket on the way out; its children keep running to their end.
+    # A SIGTERM during the import ends the server at once; once it serves, SIGTERM drains it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     load = preload(args, os.getcwd())
     listener = listen(args.socket)
     # What was imported stays shared with the children: a collection in a child would touch every object and copy
     # the pages that hold them.
     gc.freeze()
+    server = ForkServer(listener, args.socket, load, args.idle_exit)
     try:
-        ForkServer(listener, load, args.idle_exit).serve()
+        server.serve()
     finally:
-        listener.close()
-        if os.path.exists(args.socket):
-            os.unlink(args.socket)
+        server.drain()
     return 0
 
 

@@ -22,8 +22,17 @@ def prepare_graph(target):
 
 def warm_up():
     """Imports what a run imports on its first use (the fork server calls this once)."""
+    import importlib
+
     import langgraph.checkpoint.memory  # noqa: F401
     import langgraph.types  # noqa: F401
+
+    # What langchain_core imports when a run sets up its callbacks: each forked child would import them again.
+    for name in ("langchain_core.tracers.context", "langchain_core.tracers.run_collector", "langchain_core.tracers.stdout"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
 
 def run_graph(target, request, emitter):

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import PROJECTS, RunnerResult, request, runner_env
+from conftest import PROJECTS, RUNNER_ROOT, RunnerResult, request, runner_env
 
 
 def start_server(kind, target, socket_path):
@@ -48,9 +48,13 @@ def graph_server(socket_path):
     server.wait(10)
 
 
+# As crewd starts it: a script, isolated, without site.
+CLIENT = [sys.executable, "-I", "-S", str(RUNNER_ROOT / "crewd_runner" / "forkclient.py")]
+
+
 def client(socket_path, kind, target, cwd, env=None):
     return subprocess.Popen(
-        [sys.executable, "-m", "crewd_runner.forkclient", "--socket", str(socket_path), f"--{kind}", target],
+        [*CLIENT, "--socket", str(socket_path), f"--{kind}", target],
         cwd=cwd,
         env=runner_env(env),
         stdin=subprocess.PIPE,
@@ -67,11 +71,59 @@ def run_client(socket_path, kind, target, cwd, run_request, env=None):
 
 
 def test_each_run_is_a_forked_child_with_the_run_environment_and_folder(graph_server, tmp_path):
+    tmps = []
     for run_id in ("run_1", "run_2"):
         result = run_client(graph_server, "graph", "env_graph.py:graph", tmp_path, request(), {"CREWD_RUN_ID": run_id})
 
         assert result.returncode == 0, result.stderr
-        assert result.last == {"type": "run.completed", "data": {"output": {"run_id": run_id, "cwd": str(tmp_path)}}}
+        output = result.last["data"]["output"]
+        assert {key: output[key] for key in ("run_id", "cwd")} == {"run_id": run_id, "cwd": str(tmp_path)}
+        tmps.append(output["tmp"])
+
+    # Each run had a TMPDIR of its own, gone once it ended.
+    assert len(set(tmps)) == 2
+    assert all(os.path.basename(tmp).startswith("crewd-run-") and not os.path.exists(tmp) for tmp in tmps)
+
+
+def test_a_tmpdir_of_the_run_environment_is_kept(graph_server, tmp_path):
+    result = run_client(graph_server, "graph", "env_graph.py:graph", tmp_path, request(), {"TMPDIR": str(tmp_path)})
+
+    assert result.last["data"]["output"]["tmp"] == str(tmp_path)
+
+
+def send_raw_request(socket_path, header, fds):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(socket_path))
+    socket.send_fds(sock, [json.dumps(header).encode() + b"\n"], fds)
+    return sock.makefile("rb")
+
+
+def test_a_folder_the_server_cannot_see_by_its_path_is_entered_through_its_descriptor(graph_server, tmp_path):
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    os.write(stdin_write, json.dumps(request({"mark": True})).encode())
+    os.close(stdin_write)
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    header = {"env": runner_env(), "cwd": str(tmp_path / "not-there")}
+
+    answers = send_raw_request(graph_server, header, [stdin_read, stdout_write, 2, folder])
+    for fd in (stdin_read, stdout_write, folder):
+        os.close(fd)
+
+    assert "pid" in json.loads(answers.readline())
+    assert json.loads(answers.readline()) == {"exit_code": 0}
+    with os.fdopen(stdout_read) as stdout:
+        assert json.loads(stdout.read().splitlines()[-1])["type"] == "run.completed"
+    assert (tmp_path / "here.txt").exists()
+
+
+def test_removing_its_socket_ends_an_idle_server(socket_path):
+    server = start_server("graph", "env_graph.py:graph", socket_path)
+    try:
+        os.unlink(socket_path)
+        assert server.wait(20) == 0
+    finally:
+        server.kill()
 
 
 def test_without_a_server_the_client_runs_the_crew_itself(socket_path, tmp_path):
@@ -143,3 +195,10 @@ def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
         assert result.returncode == 0, result.stderr
         assert result.of_type("task.started") == [{"task": "write", "agent": "Writer"}]
         assert result.last["data"]["output"]["raw"] == "one line"
+
+
+def test_the_client_refuses_arguments_it_does_not_know(socket_path):
+    done = subprocess.run([*CLIENT, "--socket", str(socket_path), "--graph"], capture_output=True, text=True)
+
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage:")

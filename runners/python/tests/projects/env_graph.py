@@ -1,6 +1,7 @@
-"""Reports the environment and folder it runs in; sleeps first when the input asks, writing its pid down."""
+"""Reports the environment, folders and tmp it runs in; sleeps first when the input asks, writing its pid down."""
 
 import os
+import tempfile
 import time
 from typing import TypedDict
 
@@ -9,8 +10,10 @@ from langgraph.graph import END, START, StateGraph
 
 class State(TypedDict, total=False):
     sleep: float
+    mark: bool
     run_id: str
     cwd: str
+    tmp: str
 
 
 def report(state: State):
@@ -18,7 +21,10 @@ def report(state: State):
         with open("child.pid", "w") as pid_file:
             pid_file.write(str(os.getpid()))
         time.sleep(state["sleep"])
-    return {"run_id": os.environ.get("CREWD_RUN_ID", ""), "cwd": os.getcwd()}
+    if state.get("mark"):
+        with open("here.txt", "w") as marker:
+            marker.write("written relative to the run's folder")
+    return {"run_id": os.environ.get("CREWD_RUN_ID", ""), "cwd": os.getcwd(), "tmp": tempfile.gettempdir()}
 
 
 builder = StateGraph(State)

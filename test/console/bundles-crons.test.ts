@@ -1,34 +1,13 @@
-/**
- * Console pages for features other branches are building (CONTRACTS §8 bundles and variables, §9 interrupts,
- * §11 crons). Each test runs once the service under test serves its route (read from /openapi.json), and is
- * skipped until then.
- */
+/** Console pages of bundles with their build log and variables (CONTRACTS §8), interrupts (§9) and crons (§11). */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunContext } from '../runs/helpers.js';
 import { until, waitForRun } from '../runs/helpers.js';
 import { expectAccessible, launchBrowser, noBrowser, signIn } from './browser.js';
 import { ADMIN_KEY, crew, deploy, startService } from './service.js';
-
-const service = noBrowser ? null : await startService();
-const document = service
-  ? ((await (await fetch(`${service.baseUrl}/openapi.json`)).json()) as {
-      paths: Record<string, unknown>;
-      components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
-    })
-  : null;
-/** Parameter names may differ from CONTRACTS' (`{version_id}` or `{versionId}`): paths are compared by shape. */
-const shape = (route: string) => route.replace(/\{[^}]*\}/g, '{}');
-const served = (route: string) => Object.keys(document?.paths ?? {}).some((path) => shape(path) === shape(route));
-const bundles = served('/v1/deployments/{id}/versions/{version_id}/build/events');
-const variables = served('/v1/deployments/{id}/variables');
-const crons = served('/v1/crons');
-const interrupts = Boolean(document?.components.schemas.Thread?.properties?.interrupts);
-
-const anyServed = bundles || variables || crons || interrupts;
-if (!anyServed) await service?.close();
 
 // Not under /tmp: a sandboxed runner gets a /tmp of its own, where the crew file would not be.
 const folder = mkdtempSync(path.join('/var/tmp', 'crewd-console-'));
@@ -45,14 +24,15 @@ process.stdin.on('end', () => {
 });
 `;
 
-describe.skipIf(noBrowser || !anyServed)('console pages of upcoming routes', { timeout: 90_000 }, () => {
+describe.skipIf(noBrowser)('console: bundles, variables, interrupts, crons', { timeout: 90_000 }, () => {
+  let service: RunContext;
   let browser: Browser;
   let page: Page;
 
   beforeAll(async () => {
-    browser = await launchBrowser();
+    [service, browser] = await Promise.all([startService(), launchBrowser()]);
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await signIn(page, service!.baseUrl, ADMIN_KEY);
+    await signIn(page, service.baseUrl, ADMIN_KEY);
   }, 60_000);
 
   afterAll(async () => {
@@ -61,7 +41,7 @@ describe.skipIf(noBrowser || !anyServed)('console pages of upcoming routes', { t
     rmSync(folder, { recursive: true, force: true });
   });
 
-  it.skipIf(!bundles)('uploads a bundle and follows its build log live', async () => {
+  it('uploads a bundle and follows its build log live', async () => {
     const project = path.join(folder, 'bundle');
     mkdirSync(project);
     writeFileSync(
@@ -71,9 +51,9 @@ describe.skipIf(noBrowser || !anyServed)('console pages of upcoming routes', { t
     execFileSync('cp', [crew('trivial.mjs')[1]!, path.join(project, 'crew.mjs')]);
     const archive = path.join(folder, 'bundle.tar.gz');
     execFileSync('tar', ['-czf', archive, '-C', project, '.']);
-    const { deploymentId } = await deploy(service!, crew('trivial.mjs'));
+    const { deploymentId } = await deploy(service, crew('trivial.mjs'));
 
-    await page.goto(`${service!.baseUrl}/console/#/deployments/${deploymentId}`);
+    await page.goto(`${service.baseUrl}/console/#/deployments/${deploymentId}`);
     const form = page.getByRole('form', { name: 'Upload a bundle' });
     await form.getByLabel('Bundle (.tar.gz of the project folder)').setInputFiles(archive);
     await form.getByLabel('Run in environment once built').selectOption('staging');
@@ -85,9 +65,9 @@ describe.skipIf(noBrowser || !anyServed)('console pages of upcoming routes', { t
     await expectAccessible(page, 'deployment with a bundle');
   });
 
-  it.skipIf(!variables)('sets deployment variables by name and never shows their values', async () => {
-    const { deploymentId } = await deploy(service!, crew('trivial.mjs'));
-    await page.goto(`${service!.baseUrl}/console/#/deployments/${deploymentId}`);
+  it('sets deployment variables by name and never shows their values', async () => {
+    const { deploymentId } = await deploy(service, crew('trivial.mjs'));
+    await page.goto(`${service.baseUrl}/console/#/deployments/${deploymentId}`);
     const form = page.getByRole('form', { name: 'Set a variable' });
     await form.getByLabel('Variable name').fill('OPENAI_API_KEY');
     await form.getByLabel('Value').fill('sk-console-test-value');
@@ -99,15 +79,15 @@ describe.skipIf(noBrowser || !anyServed)('console pages of upcoming routes', { t
     await expect.poll(() => section.getByText('OPENAI_API_KEY', { exact: true }).count()).toBe(0);
   });
 
-  it.skipIf(!interrupts)('shows an interrupted thread’s interrupt and resumes it', async () => {
+  it('shows an interrupted thread’s interrupt and resumes it', async () => {
     const file = path.join(folder, 'interrupting.mjs');
     writeFileSync(file, INTERRUPTING_CREW);
-    const { deploymentId } = await deploy(service!, [process.execPath, file]);
-    const thread = (await service!.call('POST', '/v1/threads', { body: { deployment_id: deploymentId } })).json();
-    const first = await service!.call('POST', `/v1/threads/${thread.thread_id}/runs`, { body: { input: {} } });
-    await waitForRun(service!, first.json().run_id);
+    const { deploymentId } = await deploy(service, [process.execPath, file]);
+    const thread = (await service.call('POST', '/v1/threads', { body: { deployment_id: deploymentId } })).json();
+    const first = await service.call('POST', `/v1/threads/${thread.thread_id}/runs`, { body: { input: {} } });
+    await waitForRun(service, first.json().run_id);
 
-    await page.goto(`${service!.baseUrl}/console/#/threads/${thread.thread_id}`);
+    await page.goto(`${service.baseUrl}/console/#/threads/${thread.thread_id}`);
     const region = page.getByRole('region', { name: 'Interrupts' });
     await region.getByText('Send the report?').waitFor();
     const form = page.getByRole('form', { name: 'Resume the thread' });
@@ -116,15 +96,15 @@ describe.skipIf(noBrowser || !anyServed)('console pages of upcoming routes', { t
     await page.waitForURL(/#\/runs\/run_/);
     await page.getByText('Stream ended.').waitFor({ timeout: 20_000 });
     const runId = decodeURIComponent(page.url().split('/').pop()!);
-    expect((await waitForRun(service!, runId)).output).toEqual({ answer: 'yes' });
-    await page.goto(`${service!.baseUrl}/console/#/threads/${thread.thread_id}`);
+    expect((await waitForRun(service, runId)).output).toEqual({ answer: 'yes' });
+    await page.goto(`${service.baseUrl}/console/#/threads/${thread.thread_id}`);
     await page.locator('.status-idle').first().waitFor();
     await expect(page.getByRole('region', { name: 'Interrupts' }).count()).resolves.toBe(0);
   });
 
-  it.skipIf(!crons)('creates a cron that starts runs, disables and deletes it', async () => {
-    const { deploymentId } = await deploy(service!, crew('trivial.mjs'));
-    await page.goto(`${service!.baseUrl}/console/#/crons`);
+  it('creates a cron that starts runs, disables and deletes it', async () => {
+    const { deploymentId } = await deploy(service, crew('trivial.mjs'));
+    await page.goto(`${service.baseUrl}/console/#/crons`);
     const form = page.getByRole('form', { name: 'Create a cron' });
     await form.getByLabel('Deployment').selectOption(deploymentId);
     await form.getByLabel('Schedule').fill('* * * * * *');
@@ -132,13 +112,13 @@ describe.skipIf(noBrowser || !anyServed)('console pages of upcoming routes', { t
     const table = page.getByRole('table', { name: 'Crons' });
     await table.locator('tbody tr').first().waitFor();
     await until(async () => {
-      const runs = await service!.call('GET', `/v1/runs?deployment_id=${deploymentId}`);
+      const runs = await service.call('GET', `/v1/runs?deployment_id=${deploymentId}`);
       return runs.json().total > 0;
     }, 20_000);
     await page.reload();
     await table.getByRole('link', { name: /^run_/ }).first().waitFor({ timeout: 20_000 });
     await table.getByRole('checkbox', { name: /^Enabled: / }).uncheck();
-    await expect.poll(async () => (await service!.call('GET', '/v1/crons')).json().crons[0].enabled).toBe(false);
+    await expect.poll(async () => (await service.call('GET', '/v1/crons')).json().crons[0].enabled).toBe(false);
     await expectAccessible(page, 'crons');
     await table.getByRole('button', { name: /^Delete cron / }).click();
     await expect.poll(() => table.locator('tbody tr').count()).toBe(0);

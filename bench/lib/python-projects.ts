@@ -1,0 +1,131 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const execute = promisify(execFile);
+
+/** The Python test environment with real crewai and langgraph (runners/python/scripts/test-env.sh). */
+export function testVenv(): string {
+  const venv = process.env.CREWD_PYTHON_TEST_VENV ?? path.join(homedir(), '.cache/crewd/python-venv-test');
+  if (!existsSync(path.join(venv, 'bin/python'))) {
+    throw new Error(`no Python test environment at ${venv}: run runners/python/scripts/test-env.sh first`);
+  }
+  return venv;
+}
+
+/** Nothing leaves the machine: CrewAI's telemetry and tracing, OpenTelemetry, LiteLLM's cost map. */
+const OFFLINE_ENV: Record<string, string> = {
+  CREWAI_DISABLE_TELEMETRY: 'true',
+  CREWAI_DISABLE_TRACKING: 'true',
+  CREWAI_TRACING_ENABLED: 'false',
+  OTEL_SDK_DISABLED: 'true',
+  LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+  HF_HUB_OFFLINE: '1',
+  XDG_DATA_HOME: '/tmp',
+  HOME: '/tmp',
+};
+
+/**
+ * The version env of the bench's bundles: crewai and langgraph imported from the test environment, so the
+ * build installs nothing from PyPI; the build puts the crewd runner on the path.
+ */
+export function bundleEnv(venv: string): Record<string, string> {
+  const version = readdirSync(path.join(venv, 'lib')).find((name) => name.startsWith('python'));
+  return { ...OFFLINE_ENV, PYTHONPATH: path.join(venv, 'lib', version as string, 'site-packages') };
+}
+
+/** A one-node graph that echoes its input; `forked` says whether it runs in a child of a fork server. */
+const GRAPH = `
+import os
+from typing import TypedDict
+from langgraph.graph import END, START, StateGraph
+
+IMPORTED_IN = os.getpid()
+
+
+class State(TypedDict, total=False):
+    text: str
+    forked: bool
+
+
+def echo(state: State):
+    return {"text": state.get("text", ""), "forked": os.getpid() != IMPORTED_IN}
+
+
+builder = StateGraph(State)
+builder.add_node("echo", echo)
+builder.add_edge(START, "echo")
+builder.add_edge("echo", END)
+graph = builder.compile()
+`;
+
+/** One agent, one task, a deterministic BaseLLM; its answer says whether it runs in a forked child. */
+const CREW = `
+import os
+from crewai import Agent, Crew, Task
+from crewai.llms.base_llm import BaseLLM
+
+IMPORTED_IN = os.getpid()
+
+
+class AnswerLLM(BaseLLM):
+    def call(self, messages, tools=None, callbacks=None, available_functions=None, from_task=None, from_agent=None,
+             response_model=None):
+        return f"Thought: I now know the final answer\\nFinal Answer: forked={os.getpid() != IMPORTED_IN}"
+
+
+def crew():
+    writer = Agent(role="Writer", goal="Write one line about {topic}", backstory="Brief.",
+                   llm=AnswerLLM(model="bench/answer"), max_retry_limit=0)
+    task = Task(name="write", description="Write one line about {topic}", expected_output="One line", agent=writer)
+    return Crew(agents=[writer], tasks=[task])
+`;
+
+/** The same graph and crew called in a warm Python process: median milliseconds of `invoke` and `kickoff`. */
+const WARM = `
+import json, statistics, sys, time
+sys.path.insert(0, ".")
+from graph import graph
+from crew import crew
+
+def median_ms(action, runs):
+    action()
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+runs = int(sys.argv[1])
+print(json.dumps({
+    "invoke": median_ms(lambda: graph.invoke({"text": "hello"}), runs),
+    "kickoff": median_ms(lambda: crew().kickoff(inputs={"topic": "bees"}), runs),
+}))
+`;
+
+/** Writes the graph and crew projects (crewd.json each) and the warm script into `dir`. */
+export function writeProjects(dir: string, env: Record<string, string>): { graph: string; crew: string } {
+  const graph = path.join(dir, 'graph-project');
+  const crew = path.join(dir, 'crew-project');
+  for (const [folder, file, source, entry] of [
+    [graph, 'graph.py', GRAPH, { graph: 'graph.py:graph' }],
+    [crew, 'crew.py', CREW, { crew: 'crew:crew' }],
+  ] as const) {
+    writeFileSync(path.join(dir, file), source);
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, file), source);
+    writeFileSync(path.join(folder, 'crewd.json'), JSON.stringify({ ...entry, env }));
+  }
+  writeFileSync(path.join(dir, 'warm.py'), WARM);
+  return { graph, crew };
+}
+
+/** Median ms of graph.invoke and crew.kickoff in one warm Python process of the test environment. */
+export async function warmCalls(venv: string, dir: string, runs: number): Promise<{ invoke: number; kickoff: number }> {
+  const env = { ...OFFLINE_ENV, XDG_DATA_HOME: dir, HOME: dir, PATH: process.env.PATH ?? '' };
+  const { stdout } = await execute(path.join(venv, 'bin/python'), ['warm.py', String(runs)], { cwd: dir, env });
+  return JSON.parse(stdout.trim().split('\n').at(-1) as string);
+}

@@ -1,0 +1,55 @@
+import type { ReactNode } from 'react';
+
+export interface ListColumn<T> {
+  header: string;
+  cell(row: T): ReactNode;
+  /** `actions` keeps a cell's buttons on one line. */
+  className?: string;
+}
+
+/** Records as a table with one header row; on a narrow screen it scrolls sideways inside its box. */
+export function ListTable<T>({
+  label,
+  rows,
+  rowKey,
+  columns,
+  fixed = false,
+  empty,
+}: {
+  label: string;
+  rows: readonly T[] | undefined;
+  rowKey(row: T): string;
+  columns: ListColumn<T>[];
+  /** Fixed column widths, long values wrapped: a long list lays out without measuring every cell. */
+  fixed?: boolean;
+  /** Said instead of an empty table. */
+  empty?: string;
+}) {
+  if (empty !== undefined && rows?.length === 0) return <p>{empty}</p>;
+  return (
+    <div className="scroll">
+      <table aria-label={label} className={fixed ? 'fixed' : undefined}>
+        <thead>
+          <tr>
+            {columns.map((column) => (
+              <th scope="col" key={column.header}>
+                {column.header}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows?.map((row) => (
+            <tr key={rowKey(row)}>
+              {columns.map((column) => (
+                <td key={column.header} className={column.className}>
+                  {column.cell(row)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

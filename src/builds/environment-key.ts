@@ -1,0 +1,83 @@
+import { execFile } from 'node:child_process';
+import { createHash, type Hash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { Project } from './project.js';
+
+const run = promisify(execFile);
+
+/**
+ * The crewd Python runner's package folder (runners/python of this repository), whether the service
+ * runs from src/ or compiled from dist/src/; a build goes without it when it is not there.
+ */
+export const PYTHON_RUNNER_DIR =
+  ['../../runners/python', '../../../runners/python']
+    .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
+    .find((folder) => existsSync(folder)) ?? fileURLToPath(new URL('../../runners/python', import.meta.url));
+
+const memo = new Map<string, Promise<string>>();
+/** The version line of a tool, asked once per process: part of the cache key. */
+export function versionOf(command: string[], env: Record<string, string>): Promise<string> {
+  const key = command.join(' ');
+  let found = memo.get(key);
+  if (!found) {
+    const [program = '', ...args] = command;
+    found = run(program, args, { env }).then(
+      ({ stdout, stderr }) => `${stdout}${stderr}`.trim(),
+      () => 'unavailable',
+    );
+    memo.set(key, found);
+  }
+  return found;
+}
+
+/** Every file's path, mode and contents: a project installed as a package is its whole folder. */
+async function hashTree(hash: Hash, folder: string): Promise<void> {
+  const entries = await readdir(folder, { recursive: true, withFileTypes: true });
+  const files = entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.join(entry.parentPath, entry.name))
+    .sort();
+  for (const file of files) {
+    const info = await stat(file);
+    hash.update(`\0${path.relative(folder, file)}\0${info.mode & 0o111 ? 'x' : '-'}\0`);
+    hash.update(await readFile(file));
+  }
+}
+
+/**
+ * The cache key of a project's environment: what determines it, and nothing else. The dependency
+ * files and the runtime's version; a project installed as a package adds its files. The Python
+ * runner is only named in the environment (a .pth file with its folder), so its folder is part of
+ * the key and its contents are not: editing the runner does not make new environments.
+ */
+export async function environmentKey(
+  project: Project,
+  projectDir: string,
+  env: Record<string, string>,
+): Promise<string | null> {
+  const hash = createHash('sha256');
+  const file = async (name: string) => {
+    const full = path.join(projectDir, name);
+    hash.update(`\0${name}\0`);
+    hash.update(existsSync(full) ? await readFile(full) : 'absent');
+  };
+  if (project.python) {
+    const python = project.python;
+    hash.update(`python\0${await versionOf(['python3', '--version'], env)}\0runner\0${PYTHON_RUNNER_DIR}\0`);
+    for (const name of python.requirementFiles) await file(name);
+    hash.update(`\0names\0${python.names.join('\0')}`);
+    if (python.localPackages.length > 0) await hashTree(hash.update('\0tree\0'), projectDir);
+    return hash.digest('hex');
+  }
+  if (project.nodeInstall) {
+    hash.update(`node\0${process.version}\0${await versionOf(['npm', '--version'], env)}\0`);
+    await file('package.json');
+    await file('package-lock.json');
+    return hash.digest('hex');
+  }
+  return null;
+}

@@ -1,0 +1,53 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/types.js';
+import type { AppError } from '../errors.js';
+import type { StreamEnd } from '../events/types.js';
+import { runNotFound } from './errors.js';
+import * as repo from './repository.js';
+import { isTerminal } from './types.js';
+
+/** What a stream needs to know of what it follows (a run, or a version's build), read from the store. */
+export interface StreamRecord {
+  status: string;
+  terminal: boolean;
+  /** Going on (so possibly on another instance: `instanceId`). */
+  running: boolean;
+  instanceId: string | null;
+  end: StreamEnd;
+}
+
+/**
+ * How a stream finds what it follows. Runs and builds share the event log (`run_events`, keyed by
+ * the run's or the version's id) and this stream; only where their record lives differs.
+ */
+export interface StreamSource {
+  find(db: Kysely<Database>, orgId: string, id: string): Promise<StreamRecord | undefined>;
+  findById(db: Kysely<Database>, id: string): Promise<StreamRecord | undefined>;
+  notFound(): AppError;
+}
+
+function recordOfRun(row: repo.RunRecord): StreamRecord {
+  return {
+    status: row.status,
+    terminal: isTerminal(row.status),
+    running: row.status === 'running',
+    instanceId: row.instance_id,
+    end: {
+      status: row.status as 'succeeded' | 'failed' | 'canceled',
+      output: row.status === 'succeeded' ? (row.output ?? {}) : null,
+      error: row.status === 'failed' ? row.error_message : null,
+    },
+  };
+}
+
+export const runStreamSource: StreamSource = {
+  find: async (db, orgId, id) => {
+    const row = await repo.findRun(db, orgId, id);
+    return row && recordOfRun(row);
+  },
+  findById: async (db, id) => {
+    const row = await repo.findRunById(db, id);
+    return row && recordOfRun(row);
+  },
+  notFound: runNotFound,
+};

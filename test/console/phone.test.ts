@@ -1,0 +1,102 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunContext } from '../runs/helpers.js';
+import { startRun, waitForRun } from '../runs/helpers.js';
+import { launchBrowser, noBrowser, signIn } from './browser.js';
+import { ADMIN_KEY, crew, deploy, startService } from './service.js';
+
+/** Elements wider than the window, outside any box that scrolls sideways: what makes the page scroll. */
+const OVERFLOW = `(() => {
+  const width = document.documentElement.clientWidth;
+  const scrolls = (element) => {
+    for (let box = element.parentElement; box; box = box.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) return true;
+    }
+    return false;
+  };
+  const wide = [...document.body.querySelectorAll('*')].filter(
+    (element) => element.getBoundingClientRect().right > width + 1 && !scrolls(element),
+  );
+  return {
+    width,
+    scrollWidth: document.documentElement.scrollWidth,
+    culprits: wide.slice(0, 5).map((element) => element.tagName.toLowerCase() + (element.className ? '.' + element.className : '')),
+  };
+})()`;
+
+describe.skipIf(noBrowser)('console on a phone', { timeout: 60_000 }, () => {
+  let service: RunContext;
+  let browser: Browser;
+  let page: Page;
+  const pages: { hash: string; heading: string | RegExp }[] = [];
+
+  beforeAll(async () => {
+    [service, browser] = await Promise.all([startService(), launchBrowser()]);
+    const { deploymentId } = await deploy(service, crew('trivial.mjs'));
+    const run = await startRun(service, deploymentId, { hello: 'a phone' });
+    await waitForRun(service, run.run_id);
+    const post = async (url: string, body: unknown) => {
+      const response = await service.call('POST', url, { body });
+      if (response.statusCode >= 300) throw new Error(`${url}: ${response.body}`);
+      return response.json();
+    };
+    const thread = await post('/v1/threads', { deployment_id: deploymentId });
+    const table = await post('/v1/tables', {
+      name: 'contacts',
+      columns: [
+        { name: 'email', type: 'email' },
+        { name: 'note', type: 'text' },
+      ],
+    });
+    await post(`/v1/tables/${table.id}/rows`, {
+      email: 'someone.with.a.long.address@example.com',
+      note: 'a note long enough to need some room',
+    });
+    const webhook = await post('/v1/webhooks', {
+      deployment_id: deploymentId,
+      name: 'receiver',
+      url: 'http://127.0.0.1:9/a/rather/long/path/for/a/webhook/receiver',
+      events: ['run.succeeded'],
+    });
+    await post('/v1/incoming-webhooks', { deployment_id: deploymentId, name: 'from-ci' });
+    await post('/v1/crons', { deployment_id: deploymentId, schedule: '0 0 1 1 *' });
+    pages.push(
+      { hash: 'runs', heading: 'Runs' },
+      { hash: `runs/${run.run_id}`, heading: `Run ${run.run_id}` },
+      { hash: 'deployments', heading: 'Deployments' },
+      { hash: `deployments/${deploymentId}`, heading: 'crew' },
+      { hash: 'threads', heading: 'Threads' },
+      { hash: `threads/${thread.thread_id}`, heading: /^Thread thr_/ },
+      { hash: 'tables', heading: 'Tables' },
+      { hash: `tables/${table.id}`, heading: 'contacts' },
+      { hash: 'crons', heading: 'Crons' },
+      { hash: 'webhooks', heading: 'Webhooks' },
+      { hash: `webhooks/${webhook.id}`, heading: 'receiver' },
+      { hash: 'incoming-webhooks', heading: 'Incoming webhooks' },
+      { hash: 'api-keys', heading: 'API keys' },
+      { hash: 'organizations', heading: 'Organizations' },
+    );
+    page = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await service?.close();
+  });
+
+  it('shows the sign-in page and every page of an admin without scrolling sideways', async () => {
+    await page.goto(`${service.baseUrl}/console/`);
+    await page.getByLabel('API key').waitFor();
+    expect(await page.evaluate(OVERFLOW)).toMatchObject({ culprits: [] });
+    await signIn(page, service.baseUrl, ADMIN_KEY);
+    for (const { hash, heading } of pages) {
+      await page.goto(`${service.baseUrl}/console/#/${hash}`);
+      await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+      // Lists and records have loaded once a row or a fact shows.
+      if (hash === 'threads') await page.getByLabel('Deployment').selectOption({ label: 'crew' });
+      await page.locator('main tbody tr, main dl, main li').first().waitFor();
+      const overflow = (await page.evaluate(OVERFLOW)) as { width: number; scrollWidth: number; culprits: string[] };
+      expect({ page: hash, ...overflow }).toEqual({ page: hash, width: 390, scrollWidth: 390, culprits: [] });
+    }
+  });
+});

@@ -1,0 +1,151 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDeployment, project, tempDataDir, upload, waitForBuild } from '../builds/helpers.js';
+import { createRunContext, type RunContext, readStream, startRun, until, waitForRun } from '../runs/helpers.js';
+import { explainWithoutPython, testPython, testVenvBundleEnv } from './helpers.js';
+
+explainWithoutPython('Python bundle versions through their fork server');
+
+/** Echoes its input and says how it ran: in the process that imported it (cold), or in a child forked from one. */
+const GRAPH = `
+import os, signal, tempfile, time
+from typing import TypedDict
+from langgraph.graph import END, START, StateGraph
+
+IMPORTED_IN = os.getpid()
+
+
+class State(TypedDict, total=False):
+    text: str
+    sleep: float
+    kill_server: bool
+    paths: list
+    forked: bool
+    tmp: str
+    visible: list
+
+
+def echo(state: State):
+    forked = os.getpid() != IMPORTED_IN
+    if state.get("kill_server") and forked:
+        os.kill(os.getppid(), signal.SIGKILL)
+    if state.get("sleep"):
+        print("sleeping", flush=True)
+        time.sleep(state["sleep"])
+    visible = [folder for folder in state.get("paths", []) if os.path.exists(folder)]
+    return {"forked": forked, "tmp": tempfile.gettempdir(), "visible": visible}
+
+
+builder = StateGraph(State)
+builder.add_node("echo", echo)
+builder.add_edge(START, "echo")
+builder.add_edge("echo", END)
+graph = builder.compile()
+`;
+
+/** Whether the version's fork server listens: a socket is in its folder. */
+function serverListening(versionId: string): boolean {
+  for (const root of readdirSync(tmpdir()).filter((name) => name.startsWith('crewd-fork-'))) {
+    const folder = path.join(tmpdir(), root, versionId);
+    if (existsSync(folder) && readdirSync(folder).some((name) => name.startsWith('socket-'))) return true;
+  }
+  return false;
+}
+
+/** Host pids of the version's fork server and its children (forked children keep the server's command line). */
+function forkServerPythons(versionId: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      const python = !path.basename(args[0] ?? '').startsWith('bwrap');
+      if (python && args.includes('crewd_runner.forkserver') && args.join(' ').includes(versionId)) {
+        if (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${entry}/stat`, 'utf8'))) pids.push(Number(entry));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+describe.runIf(testPython() !== null)('Python bundle versions through their fork server', () => {
+  let ctx: RunContext;
+  let dataDir: string;
+  let deploymentId: string;
+  let versionId: string;
+
+  beforeAll(async () => {
+    dataDir = tempDataDir();
+    ctx = await createRunContext({ DATA_DIR: dataDir });
+    deploymentId = await createDeployment(ctx, 'echo-graph');
+    const crewdJson = { graph: 'graph.py:graph', env: testVenvBundleEnv(), timeout_seconds: 120 };
+    const bundle = project({ 'crewd.json': JSON.stringify(crewdJson), 'graph.py': GRAPH });
+    const response = await upload(ctx, deploymentId, bundle, '?environment=production');
+    expect(response.statusCode, response.body).toBe(201);
+    const version = await waitForBuild(ctx, deploymentId, response.json().id);
+    expect(version.status, version.build_error).toBe('ready');
+    versionId = version.id;
+  }, 180_000);
+  afterAll(async () => ctx?.close());
+
+  async function runToEnd(input: Record<string, unknown>) {
+    const run = await waitForRun(ctx, (await startRun(ctx, deploymentId, input)).run_id, undefined, 60_000);
+    expect(run.status, run.error_message).toBe('succeeded');
+    return run;
+  }
+
+  it('runs the first run cold, the next ones in children forked from the server, each with a TMPDIR of its own', {
+    timeout: 120_000,
+  }, async () => {
+    const runsFolder = path.join(dataDir, 'runs');
+    const first = await runToEnd({ text: 'one', paths: [runsFolder] });
+    expect(first.output).toMatchObject({ text: 'one', forked: false });
+
+    await until(() => serverListening(versionId), 60_000);
+    const second = await runToEnd({ text: 'two', paths: [runsFolder, dataDir] });
+    const third = await runToEnd({ text: 'three' });
+    expect(second.output).toMatchObject({ text: 'two', forked: true });
+    expect(third.output).toMatchObject({ text: 'three', forked: true });
+    // In the sandbox the server sees DATA_DIR (hidden under an empty tmpfs), not the runs' folders.
+    expect(existsSync(runsFolder)).toBe(true);
+    if (ctx.config.runnerSandbox !== 'off') expect(second.output.visible).toEqual([dataDir]);
+    expect(second.output.tmp).toMatch(/^\/tmp\/crewd-run-/);
+    expect(third.output.tmp).not.toBe(second.output.tmp);
+
+    const started = (await ctx.call('GET', `/v1/runs/${second.id}/events?last_event_id=0`)).body;
+    expect(started).toContain('"entrypoint":"python -m crewd_runner --graph graph.py:graph"');
+  });
+
+  it('cancels a forked run: its child in the server ends', { timeout: 120_000 }, async () => {
+    await until(() => serverListening(versionId), 60_000);
+    const run = await startRun(ctx, deploymentId, { sleep: 60 });
+    const stream = await readStream(`${ctx.baseUrl}/v1/runs/${run.run_id}/events`, {
+      stopWhen: (message) => JSON.stringify(message.data ?? '').includes('sleeping'),
+    });
+    expect(stream.body).toContain('sleeping');
+    expect(forkServerPythons(versionId)).toHaveLength(2);
+
+    const canceled = await ctx.call('POST', `/v1/runs/${run.run_id}/cancel`);
+    expect(canceled.statusCode, canceled.body).toBe(200);
+    expect((await waitForRun(ctx, run.run_id)).status).toBe('canceled');
+    await until(() => forkServerPythons(versionId).length === 1, 15_000);
+  });
+
+  it('runs cold while a server that died is replaced, then forks from the new one', { timeout: 120_000 }, async () => {
+    await until(() => serverListening(versionId), 60_000);
+    const killer = await waitForRun(ctx, (await startRun(ctx, deploymentId, { kill_server: true })).run_id);
+    expect(killer.status).toBe('failed');
+    await until(() => forkServerPythons(versionId).length === 0, 15_000);
+
+    const meanwhile = await runToEnd({ text: 'cold' });
+    expect(meanwhile.output).toMatchObject({ text: 'cold', forked: false });
+    const forked = await until(async () => {
+      const run = await runToEnd({ text: 'again' });
+      return run.output.forked ? run : null;
+    }, 60_000);
+    expect(forked.output.text).toBe('again');
+  });
+});
