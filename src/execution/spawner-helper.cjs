@@ -2,39 +2,62 @@
 'use strict';
 /**
  * The runner spawner's helper process (see spawner.ts for why it exists). Plain CommonJS, run by
- * Node with no loader: it forks runners on request and hands their stdout and stderr pipes back
- * over IPC. When the service goes (killed with -9, or stopping), every runner it started goes too.
+ * Node with no loader: it forks runners on request and relays their stdout and stderr to the
+ * service over IPC. When the service goes (killed with -9, or stopping), every runner it started
+ * goes too.
+ *
+ * It relays bytes rather than handing the pipes themselves over (`send(message, handle)`): under
+ * load Node sometimes left a handed-over pipe unread in the service, and a helper waiting for that
+ * handle's acknowledgement never heard the service disconnect (so neither it nor the runner ended).
  */
 const { spawn } = require('node:child_process');
 
 /** @typedef {{ id: number, file: string, args: string[], cwd: string, env: Record<string, string>, stdin: string }} SpawnMessage */
 
+/** Relayed chunks whose write to the service is not done yet, past which the runners' pipes pause. */
+const MAX_IN_FLIGHT = 64;
+
 /** Process group ids of runners still running. */
 /** @type {Set<number>} */
 const live = new Set();
+/** @type {Set<import('node:stream').Readable>} */
+const paused = new Set();
+let inFlight = 0;
 
 /**
  * A runner can exit after the service closed the channel and before 'disconnect' is emitted here:
  * that message has no one to go to, and must not crash the helper before it kills the runners left.
- * @param {object} message @param {any} [handle]
+ * @param {object} message @param {(() => void)} [done]
  */
-function send(message, handle) {
+function send(message, done) {
   if (!process.send || !process.connected) return;
-  process.send(message, handle, undefined, () => {});
+  process.send(message, undefined, undefined, () => done?.());
 }
 
 /**
- * Node starts reading a child's pipes as soon as it makes them; stopping that before the event
- * loop turns keeps every byte in the pipe for the service, which reads them once the handles
- * arrive. `readStop` is Node's own, not public: if it is missing the pipes cannot be held, and
- * the spawn fails with that reason rather than losing a fast runner's first lines.
- * @param {import('node:stream').Readable | null} stream
+ * Sends each chunk as it comes, bytes kept as latin1 text (one character per byte); pauses the
+ * pipe while the service is behind, so a runner writing without end cannot fill this process.
+ * @param {number} id @param {'stdout' | 'stderr'} stream @param {import('node:stream').Readable} pipe
  */
-function holdPipe(stream) {
-  const handle = /** @type {{ _handle?: { readStop?: () => number } } | null} */ (stream)?._handle;
-  if (typeof handle?.readStop !== 'function') return false;
-  handle.readStop();
-  return true;
+function relay(id, stream, pipe) {
+  pipe.on('data', (/** @type {Buffer} */ chunk) => {
+    inFlight += 1;
+    send({ op: 'out', id, stream, data: chunk.toString('latin1') }, () => {
+      inFlight -= 1;
+      if (inFlight < MAX_IN_FLIGHT / 2) resumeAll();
+    });
+    if (inFlight >= MAX_IN_FLIGHT) {
+      pipe.pause();
+      paused.add(pipe);
+    }
+  });
+  pipe.once('end', () => send({ op: 'end', id, stream }));
+  pipe.on('error', () => {});
+}
+
+function resumeAll() {
+  for (const pipe of paused) pipe.resume();
+  paused.clear();
 }
 
 process.on('disconnect', () => {
@@ -60,25 +83,19 @@ process.on('message', (/** @type {SpawnMessage} */ m) => {
     send({ op: 'failed', id: m.id, error: String((error instanceof Error && error.message) || error) });
     return;
   }
-  const held = holdPipe(child.stdout) && holdPipe(child.stderr);
   let started = false;
   child.once('error', (error) => {
     if (!started) send({ op: 'failed', id: m.id, error: error.message });
   });
   child.once('spawn', () => {
     const pid = /** @type {number} */ (child.pid);
-    if (!held) {
-      process.kill(-pid, 'SIGKILL');
-      const error = `this Node ${process.version} cannot hold a child's pipes (no readStop)`;
-      send({ op: 'failed', id: m.id, error, fatal: true });
-      return;
-    }
     started = true;
     live.add(pid);
     child.stdin.on('error', () => {});
     child.stdin.end(m.stdin);
-    send({ op: 'stdout', id: m.id, pid }, child.stdout);
-    send({ op: 'stderr', id: m.id }, child.stderr);
+    send({ op: 'started', id: m.id, pid });
+    relay(m.id, 'stdout', child.stdout);
+    relay(m.id, 'stderr', child.stderr);
   });
   child.once('exit', (code, signal) => {
     if (child.pid !== undefined) live.delete(child.pid);

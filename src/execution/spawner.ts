@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { ExitStatus, LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
@@ -7,25 +7,34 @@ import type { ExitStatus, LaunchedProcess, LaunchRequest, ProcessLauncher } from
 /** The helper's source: a real file next to this one (copied beside the compiled one by the build). */
 const HELPER_PATH = fileURLToPath(new URL('./spawner-helper.cjs', import.meta.url));
 
+/** How long the helper has to end its runners and exit once told to. */
+const HELPER_EXIT_GRACE_MS = 5000;
+
+/** A runner the helper was asked to start: until it started, then until its output and exit are all in. */
 interface Pending {
   resolveStart(result: LaunchedProcess | { error: string }): void;
-  pid?: number;
-  stdout?: Socket;
+  output?: { stdout: Readable; stderr: Readable };
   resolveExit?(status: ExitStatus | null): void;
+  /** What is still to come of it: its exit and the end of each of its two streams. */
+  awaited: number;
 }
 
 type HelperMessage =
-  | { op: 'failed'; id: number; error: string; fatal?: boolean }
-  | { op: 'stdout'; id: number; pid: number }
-  | { op: 'stderr'; id: number }
+  | { op: 'failed'; id: number; error: string }
+  | { op: 'started'; id: number; pid: number }
+  | { op: 'out'; id: number; stream: 'stdout' | 'stderr'; data: string }
+  | { op: 'end'; id: number; stream: 'stdout' | 'stderr' }
   | { op: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null };
+
+/** A stream the helper's relayed chunks are pushed into; it has nothing to pull. */
+const relayedStream = () => new Readable({ read() {} });
 
 /**
  * The plain launcher. Forking copies the forking process's page tables and leaves all its memory
  * copy-on-write until the child execs: in a service with a few hundred MB mapped, that costs
  * milliseconds of blocked event loop on every spawn. So a small helper process (spawner-helper.cjs)
- * forks instead and hands the runner's stdout and stderr pipes over IPC; it also kills every
- * runner when the service dies, even by SIGKILL.
+ * forks instead and relays the runner's stdout and stderr over IPC; it also kills every runner
+ * when the service dies, even by SIGKILL.
  */
 export function createSpawner(logger: Logger): ProcessLauncher {
   let helper: ChildProcess | null = null;
@@ -33,36 +42,41 @@ export function createSpawner(logger: Logger): ProcessLauncher {
   let closing = false;
   const pending = new Map<number, Pending>();
 
-  function onMessage(message: HelperMessage, handle: unknown): void {
+  function settled(id: number, entry: Pending): void {
+    entry.awaited -= 1;
+    if (entry.awaited === 0) pending.delete(id);
+  }
+
+  function onStarted(entry: Pending, pid: number): void {
+    const output = { stdout: relayedStream(), stderr: relayedStream() };
+    const exit = new Promise<ExitStatus | null>((resolve) => {
+      entry.resolveExit = resolve;
+    });
+    entry.output = output;
+    entry.resolveStart({ pid, ...output, exit });
+  }
+
+  function onMessage(message: HelperMessage): void {
     const entry = pending.get(message.id);
     if (!entry) return;
     switch (message.op) {
       case 'failed':
         pending.delete(message.id);
-        if (message.fatal) logger.error({ reason: message.error }, 'the runner spawner cannot start runners');
         entry.resolveStart({ error: message.error });
         return;
-      case 'stdout':
-        entry.pid = message.pid;
-        entry.stdout = handle as Socket;
+      case 'started':
+        onStarted(entry, message.pid);
         return;
-      case 'stderr': {
-        let resolveExit!: Pending['resolveExit'];
-        const exit = new Promise<ExitStatus | null>((resolve) => {
-          resolveExit = resolve;
-        });
-        entry.resolveExit = resolveExit;
-        entry.resolveStart({
-          pid: entry.pid as number,
-          stdout: entry.stdout as Socket,
-          stderr: handle as Socket,
-          exit,
-        });
+      case 'out':
+        entry.output?.[message.stream].push(Buffer.from(message.data, 'latin1'));
         return;
-      }
+      case 'end':
+        entry.output?.[message.stream].push(null);
+        settled(message.id, entry);
+        return;
       case 'exit':
-        pending.delete(message.id);
         entry.resolveExit?.({ code: message.code, signal: message.signal });
+        settled(message.id, entry);
         return;
     }
   }
@@ -74,15 +88,20 @@ export function createSpawner(logger: Logger): ProcessLauncher {
       env: {},
       serialization: 'json',
     });
-    started.on('message', (message, handle) => onMessage(message as HelperMessage, handle));
+    started.on('message', (message) => onMessage(message as HelperMessage));
     started.once('exit', (code, signal) => {
       if (helper === started) helper = null;
       if (!closing) logger.error({ code, signal }, 'runner spawner exited; it restarts with the next run');
       // Runs it was starting never start; runs it started go on, but their exit status is lost.
       for (const [id, entry] of pending) {
         pending.delete(id);
-        if (entry.resolveExit) entry.resolveExit(null);
-        else entry.resolveStart({ error: 'the runner spawner stopped' });
+        if (!entry.output) {
+          entry.resolveStart({ error: 'the runner spawner stopped' });
+          continue;
+        }
+        entry.resolveExit?.(null);
+        entry.output.stdout.push(null);
+        entry.output.stderr.push(null);
       }
     });
     started.on('error', (error) => logger.error({ err: error }, 'runner spawner failed'));
@@ -103,7 +122,7 @@ export function createSpawner(logger: Logger): ProcessLauncher {
       if (closing) return Promise.resolve({ error: 'crewd is stopping' });
       return new Promise((resolveStart) => {
         const id = nextId++;
-        pending.set(id, { resolveStart });
+        pending.set(id, { resolveStart, awaited: 3 });
         const unavailable = (error: Error) => {
           pending.delete(id);
           resolveStart({ error: `the runner spawner is unavailable: ${error.message}` });
@@ -124,10 +143,16 @@ export function createSpawner(logger: Logger): ProcessLauncher {
       closing = true;
       const current = helper;
       helper = null;
-      if (!current || current.exitCode !== null) return;
+      if (!current || current.exitCode !== null || current.signalCode !== null) return;
       const exited = new Promise((resolve) => current.once('exit', resolve));
-      current.disconnect();
+      if (current.connected) current.disconnect();
+      // The helper ends its runners and exits as the channel closes; should it not, it is ended here.
+      const stuck = setTimeout(() => {
+        logger.error({ pid: current.pid }, 'the runner spawner did not exit when asked; killed');
+        current.kill('SIGKILL');
+      }, HELPER_EXIT_GRACE_MS);
       await exited;
+      clearTimeout(stuck);
     },
   };
 }
