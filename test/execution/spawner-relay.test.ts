@@ -25,7 +25,7 @@ function started(result: LaunchedProcess | { error: string }): LaunchedProcess {
   return result;
 }
 
-const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 describe('the runner spawner relays what its runners write', () => {
   let spawner = createSpawner(pino({ level: 'silent' }));
