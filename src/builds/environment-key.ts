@@ -1,13 +1,10 @@
-import { execFile } from 'node:child_process';
 import { createHash, type Hash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { versionOf } from './host-tools.js';
 import type { Project } from './project.js';
-
-const run = promisify(execFile);
 
 /**
  * The crewd Python runner's package folder (runners/python of this repository), whether the service
@@ -17,22 +14,6 @@ export const PYTHON_RUNNER_DIR =
   ['../../runners/python', '../../../runners/python']
     .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
     .find((folder) => existsSync(folder)) ?? fileURLToPath(new URL('../../runners/python', import.meta.url));
-
-const memo = new Map<string, Promise<string>>();
-/** The version line of a tool, asked once per process: part of the cache key. */
-export function versionOf(command: string[], env: Record<string, string>): Promise<string> {
-  const key = command.join(' ');
-  let found = memo.get(key);
-  if (!found) {
-    const [program = '', ...args] = command;
-    found = run(program, args, { env }).then(
-      ({ stdout, stderr }) => `${stdout}${stderr}`.trim(),
-      () => 'unavailable',
-    );
-    memo.set(key, found);
-  }
-  return found;
-}
 
 /** Every file's path, mode and contents: a project installed as a package is its whole folder. */
 async function hashTree(hash: Hash, folder: string): Promise<void> {

@@ -1,16 +1,13 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { COMPLETE, claim, lock, pin } from './environment-cache.js';
-import { environmentKey, PYTHON_RUNNER_DIR, versionOf } from './environment-key.js';
+import { environmentKey, PYTHON_RUNNER_DIR } from './environment-key.js';
+import { python3Of, versionOf } from './host-tools.js';
 import type { Project } from './project.js';
 import { BuildFailure, runStep, type StepTools } from './run-step.js';
 
 export { PYTHON_RUNNER_DIR } from './environment-key.js';
-
-const execute = promisify(execFile);
 
 /** A built environment: where runs find their interpreter and packages. */
 export interface BuiltEnvironment {
@@ -29,25 +26,6 @@ function which(program: string, env: Record<string, string>): string | null {
     if (existsSync(candidate)) return candidate;
   }
   return null;
-}
-
-const interpreters = new Map<string, Promise<string>>();
-/**
- * The interpreter behind `python3` on PATH. A version manager's shim (pyenv) runs hooks after
- * `pip install` that write to its own folder, which a build step in the sandbox may not: the build
- * calls the interpreter itself.
- */
-function python3Of(env: Record<string, string>): Promise<string> {
-  const key = env.PATH ?? '';
-  let found = interpreters.get(key);
-  if (!found) {
-    found = execute('python3', ['-c', 'import sys; print(sys.executable)'], { env }).then(
-      ({ stdout }) => stdout.trim() || 'python3',
-      () => 'python3',
-    );
-    interpreters.set(key, found);
-  }
-  return found;
 }
 
 /** Whether this machine's pip can install into another interpreter (`pip --python`, pip 22.3 and newer). */

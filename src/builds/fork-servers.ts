@@ -6,7 +6,6 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
 import { LineSplitter } from '../execution/line-splitter.js';
-import { terminateGroup } from '../execution/process-group.js';
 import { PYTHON_RUNNER_DIR } from './environments.js';
 
 /** Where and how a version's runs start: its built files as cwd, its env, what it may read. */
@@ -36,7 +35,8 @@ interface ForkServer {
   key: string;
   folder: string;
   socket: string;
-  pgid: number | null;
+  /** Its process once launched: its group is ended to stop it. */
+  process: LaunchedProcess | null;
   exited: Promise<void>;
 }
 
@@ -106,8 +106,8 @@ export function createForkServers(options: ForkServersOptions) {
       logger.warn({ versionId, reason: launched.error }, 'the fork server of a Python version could not start');
       return;
     }
-    server.pgid = launched.pid;
-    if (stopping || servers.get(versionId) !== server) void terminateGroup(launched.pid, options.killGraceMs);
+    server.process = launched;
+    if (stopping || servers.get(versionId) !== server) void launched.endGroup(options.killGraceMs);
     await followOutput(versionId, server, launched);
   }
 
@@ -125,7 +125,7 @@ export function createForkServers(options: ForkServersOptions) {
   function start(versionId: string, key: string, entry: [string, string], place: ServerPlace): ForkServer {
     const folder = socketFolder(versionId);
     const socket = path.join(folder, `socket-${++count}`);
-    const server: ForkServer = { key, folder, socket, pgid: null, exited: Promise.resolve() };
+    const server: ForkServer = { key, folder, socket, process: null, exited: Promise.resolve() };
     const idle = String(options.idleSeconds);
     const command = ['python', '-m', 'crewd_runner.forkserver', ...entry, '--socket', socket, '--idle-exit', idle];
     server.exited = serve(versionId, server, command, place)
@@ -145,7 +145,7 @@ export function createForkServers(options: ForkServersOptions) {
   function retire(versionId: string, server: ForkServer): void {
     servers.delete(versionId);
     // One still importing has no run yet: it goes now (one still launching goes once launched).
-    if (server.pgid !== null && !existsSync(server.socket)) void terminateGroup(server.pgid, options.killGraceMs);
+    if (server.process && !existsSync(server.socket)) void server.process.endGroup(options.killGraceMs);
     rmSync(server.socket, { force: true });
   }
 
@@ -180,7 +180,7 @@ export function createForkServers(options: ForkServersOptions) {
     async stop(): Promise<void> {
       stopping = true;
       const all = [...live];
-      for (const server of all) if (server.pgid !== null) void terminateGroup(server.pgid, options.killGraceMs);
+      for (const server of all) void server.process?.endGroup(options.killGraceMs);
       await Promise.all(all.map((server) => server.exited));
       if (root) rmSync(root, { recursive: true, force: true });
     },

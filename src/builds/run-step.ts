@@ -3,7 +3,6 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProcessLauncher } from '../execution/launcher.js';
-import { terminateGroup } from '../execution/process-group.js';
 
 /** Where a build writes its output, line by line. */
 export type BuildLogger = (message: string, stream: 'stdout' | 'stderr') => void;
@@ -78,7 +77,7 @@ export async function runStep(step: string, command: string[], cwd: string, tool
   };
   const output = Promise.all([readLines(launched.stdout, take('stdout')), readLines(launched.stderr, take('stderr'))]);
   let timedOut = false;
-  const stop = () => void terminateGroup(launched.pid, KILL_GRACE_MS);
+  const stop = () => void launched.endGroup(KILL_GRACE_MS);
   const timer = setTimeout(
     () => {
       timedOut = true;
@@ -91,7 +90,7 @@ export async function runStep(step: string, command: string[], cwd: string, tool
   clearTimeout(timer);
   signal?.removeEventListener('abort', stop);
   // Whatever the step left in its group goes too (in the sandbox, the kernel ended it all already).
-  if (!launched.endsWithLeader) await terminateGroup(launched.pid, 0);
+  await launched.endGroup(0);
   await Promise.race([output, sleep(DRAIN_MS)]);
   if (exit?.code === 0 && !timedOut && !signal?.aborted) return;
   const lines = tail.length > 0 ? `\n${tail.join('\n')}` : '';

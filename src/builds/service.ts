@@ -12,6 +12,7 @@ import type { VariableService } from '../deployments/variables.js';
 import { notFound } from '../errors.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { BuildEnd } from '../events/types.js';
+import type { VersionLaunch } from '../execution/active-runs.js';
 import { RunEventLog } from '../execution/event-log.js';
 import type { ProcessLauncher } from '../execution/launcher.js';
 import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
@@ -32,18 +33,6 @@ import { inspectBundle } from './unpack.js';
 export interface ActiveBuild {
   orgId: string;
   log: RunEventLog;
-}
-
-/** What a run of a version starts with, beyond the runner protocol's own variables. */
-export interface VersionLaunch {
-  /** The built project folder, or null for the version's own `cwd` (command versions). */
-  cwd: string | null;
-  /** Deployment variables, then the version's env, with PATH (and PYTHONPATH) for the built files. */
-  env: Record<string, string>;
-  /** Built files a sandbox mounts read-only. */
-  readOnly: string[];
-  /** What the run starts instead of the version's command (a Python crew through its fork server). */
-  command?: string[];
 }
 
 export interface BuildServiceOptions {

@@ -15,14 +15,26 @@ import { missingProgram } from './program-check.js';
 import { prepareRunFolder, removeScratchFolder, runnerEnvironment } from './run-setup.js';
 import type { RunningRuns } from './running-runs.js';
 
+/** What a run of a version starts with, beyond the runner protocol's own variables. */
+export interface VersionLaunch {
+  /** The built project folder, or null for the version's own `cwd` (command versions). */
+  cwd: string | null;
+  /** Deployment variables, then the version's env, with PATH (and PYTHONPATH) for the built files. */
+  env: Record<string, string>;
+  /** Built files a sandbox mounts read-only. */
+  readOnly: string[];
+  /** What the run starts instead of the version's command (a Python crew through its fork server). */
+  command?: string[];
+}
+
 /**
- * What a run of a version starts with (src/builds): a bundle's built files as its folder (built
- * here first, logging to the run), the deployment's variables under the version's env, PATH.
+ * Plans a run of a version (src/builds): a bundle's built files as its folder (built here first,
+ * logging to the run), the deployment's variables under the version's env, PATH.
  */
 export type VersionPreparer = (
   versionId: string,
   log: (message: string, stream: 'stdout' | 'stderr') => void,
-) => Promise<{ cwd: string | null; env: Record<string, string>; readOnly: string[]; command?: string[] }>;
+) => Promise<VersionLaunch>;
 
 /** Where a run's process starts, and what else of the disk it may read. */
 interface RunPlace {

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ExitStatus, LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
+import { terminateGroup } from './process-group.js';
 
 /**
  * The launcher without a helper: `spawn(…, { detached: true })` from the service itself. Kept to
@@ -33,7 +34,8 @@ export function createDirectSpawner(): ProcessLauncher {
           live.add(pid);
           child.stdin.on('error', () => {});
           child.stdin.end(request.stdin);
-          resolveStart({ pid, stdout: child.stdout, stderr: child.stderr, exit });
+          const endGroup = (graceMs: number) => terminateGroup(pid, graceMs);
+          resolveStart({ pid, stdout: child.stdout, stderr: child.stderr, exit, endGroup });
         });
       });
     },

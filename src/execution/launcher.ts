@@ -26,10 +26,11 @@ export interface LaunchedProcess {
   /** The exit status, or null when it was lost (the spawner died). */
   exit: Promise<ExitStatus | null>;
   /**
-   * True when nothing the process started can outlive it (the sandbox's own PID namespace): once it
-   * exited, its group holds at most zombies, which the machine's init reaps in its own time.
+   * Ends what is left of the process and whatever it started: SIGTERM to its group, SIGKILL once
+   * `graceMs` passed with any of it left; resolves when nothing is left. In the sandbox, once the
+   * process exited nothing it started can be left (its own PID namespace ended with it).
    */
-  endsWithLeader?: boolean;
+  endGroup(graceMs: number): Promise<void>;
 }
 
 /**

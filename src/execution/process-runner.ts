@@ -1,8 +1,7 @@
 import type { Readable } from 'node:stream';
-import type { LaunchRequest, ProcessLauncher } from './launcher.js';
+import type { LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
 import { RUN_LIMITS } from './limits.js';
 import { LineSplitter } from './line-splitter.js';
-import { terminateGroup } from './process-group.js';
 import { parseLongLine, parseStdoutLine, type RunnerMessage, stderrEvent, withoutNul } from './protocol.js';
 
 export type ProcessExit =
@@ -66,17 +65,15 @@ export function startRunnerProcess(
     },
   });
 
+  let launched: LaunchedProcess | undefined;
   let terminateRequested = false;
-  /** Set once the leader exited, when nothing it started can be left (see LaunchedProcess). */
-  let nothingLeft = false;
   const terminate = () => {
-    if (nothingLeft) return Promise.resolve();
-    if (pid === undefined) {
+    if (launched === undefined) {
       // Still starting: it is stopped as soon as it runs.
       terminateRequested = true;
       return Promise.resolve();
     }
-    terminating ??= terminateGroup(pid, killGraceMs);
+    terminating ??= launched.endGroup(killGraceMs);
     return terminating;
   };
 
@@ -84,6 +81,7 @@ export function startRunnerProcess(
   const started = spawned.then((result) => !('error' in result));
   const exited = spawned.then(async (result): Promise<ProcessExit> => {
     if ('error' in result) return { kind: 'spawn_failed', error: result.error };
+    launched = result;
     pid = result.pid;
     if (terminateRequested) void terminate();
     const { stdout, stderr } = result;
@@ -94,7 +92,6 @@ export function startRunnerProcess(
     stdout.on('error', () => {});
     stderr.on('error', () => {});
     const status = await result.exit;
-    nothingLeft = result.endsWithLeader === true;
     // The leader is gone; whatever it left in its group goes too, which also lets the pipes close.
     void terminate();
     // The pipes close once the group is gone; should anything still hold them, stop waiting.

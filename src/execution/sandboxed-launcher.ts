@@ -15,8 +15,11 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox): Pro
         return { error: error instanceof Error ? error.message : String(error) };
       }
       const launched = await inner.launch({ ...request, ...plan });
-      // bwrap's own PID namespace: when its init ends, the kernel ends everything else in it.
-      return 'error' in launched ? launched : { ...launched, endsWithLeader: true };
+      if ('error' in launched) return launched;
+      // bwrap's own PID namespace: when its init ends, the kernel ends everything else in it; what is
+      // left of its group then is at most a zombie, which the machine's init reaps in its own time.
+      const exited = launched.exit.then(() => {});
+      return { ...launched, endGroup: (graceMs) => Promise.race([launched.endGroup(graceMs), exited]) };
     },
   };
 }

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { ExitStatus, LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
+import { terminateGroup } from './process-group.js';
 
 /** The helper's source: a real file next to this one (copied beside the compiled one by the build). */
 const HELPER_PATH = fileURLToPath(new URL('./spawner-helper.cjs', import.meta.url));
@@ -53,7 +54,7 @@ export function createSpawner(logger: Logger): ProcessLauncher {
       entry.resolveExit = resolve;
     });
     entry.output = output;
-    entry.resolveStart({ pid, ...output, exit });
+    entry.resolveStart({ pid, ...output, exit, endGroup: (graceMs) => terminateGroup(pid, graceMs) });
   }
 
   function onMessage(message: HelperMessage): void {

@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDirectSpawner } from '../../src/execution/direct-spawner.js';
 import type { LaunchedProcess, ProcessLauncher } from '../../src/execution/launcher.js';
-import { groupAlive } from '../../src/execution/process-group.js';
+import { groupAlive, terminateGroup } from '../../src/execution/process-group.js';
 import { startRunnerProcess } from '../../src/execution/process-runner.js';
 import { sandboxedLauncher } from '../../src/execution/sandboxed-launcher.js';
 import { createBubblewrapSandbox } from '../../src/sandbox/bubblewrap.js';
@@ -16,22 +16,26 @@ import { probeBubblewrap } from '../../src/sandbox/probe.js';
  * A launcher whose "runner" has already exited, leaving `leftover` (a real process in a group of
  * its own) behind in the runner's group, as a zombie of bwrap's namespace init would be.
  */
-function exitedLauncher(leftover: ChildProcess, endsWithLeader: boolean): ProcessLauncher {
+function exitedLauncher(leftover: ChildProcess): ProcessLauncher {
   const launched = (): LaunchedProcess => {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     stdout.end();
     stderr.end();
+    const pid = leftover.pid as number;
     return {
-      pid: leftover.pid as number,
+      pid,
       stdout,
       stderr,
       exit: Promise.resolve({ code: 0, signal: null }),
-      endsWithLeader,
+      endGroup: (graceMs) => terminateGroup(pid, graceMs),
     };
   };
   return { start() {}, stop: async () => {}, launch: async () => launched() };
 }
+
+/** The sandbox's launcher around it, its plan left as it is: what remains is how it ends a group. */
+const inSandbox = (inner: ProcessLauncher) => sandboxedLauncher(inner, { kind: 'bubblewrap', wrap: (plan) => plan });
 
 const request = { command: ['runner'], cwd: '/', env: {}, stdin: '', confinement: { writable: [], readOnly: [] } };
 
@@ -50,7 +54,7 @@ describe('a runner process after its leader exited', () => {
 
   it('ends what the leader left in its group before it counts as over', async () => {
     const left = leftover();
-    const runner = startRunnerProcess(exitedLauncher(left, false), request, { killGraceMs: 1000, onMessage() {} });
+    const runner = startRunnerProcess(exitedLauncher(left), request, { killGraceMs: 1000, onMessage() {} });
     await runner.exited;
     await runner.terminate();
     expect(groupAlive(left.pid as number)).toBe(false);
@@ -58,7 +62,7 @@ describe('a runner process after its leader exited', () => {
 
   it('does not wait on its group when nothing it started can outlive it (the sandbox namespace)', async () => {
     const left = leftover();
-    const runner = startRunnerProcess(exitedLauncher(left, true), request, { killGraceMs: 1000, onMessage() {} });
+    const runner = startRunnerProcess(inSandbox(exitedLauncher(left)), request, { killGraceMs: 1000, onMessage() {} });
     await runner.exited;
     await runner.terminate();
     // Nothing was signaled: in the sandbox all that can remain is a zombie, which the machine's init reaps.

@@ -1,0 +1,47 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const execute = promisify(execFile);
+
+/** `compute` once per key in this process; later calls with the same key share its answer. */
+function oncePerKey<A extends unknown[]>(
+  keyOf: (...args: A) => string,
+  compute: (...args: A) => Promise<string>,
+): (...args: A) => Promise<string> {
+  const answers = new Map<string, Promise<string>>();
+  return (...args) => {
+    const key = keyOf(...args);
+    let answer = answers.get(key);
+    if (!answer) {
+      answer = compute(...args);
+      answers.set(key, answer);
+    }
+    return answer;
+  };
+}
+
+/** The version line of a tool, asked once per process: part of a build's cache key. */
+export const versionOf = oncePerKey(
+  (command: string[], _env: Record<string, string>) => command.join(' '),
+  (command, env) => {
+    const [program = '', ...args] = command;
+    return execute(program, args, { env }).then(
+      ({ stdout, stderr }) => `${stdout}${stderr}`.trim(),
+      () => 'unavailable',
+    );
+  },
+);
+
+/**
+ * The interpreter behind `python3` on PATH. A version manager's shim (pyenv) runs hooks after
+ * `pip install` that write to its own folder, which a build step in the sandbox may not: the build
+ * calls the interpreter itself.
+ */
+export const python3Of = oncePerKey(
+  (env: Record<string, string>) => env.PATH ?? '',
+  (env) =>
+    execute('python3', ['-c', 'import sys; print(sys.executable)'], { env }).then(
+      ({ stdout }) => stdout.trim() || 'python3',
+      () => 'python3',
+    ),
+);
