@@ -73,6 +73,9 @@ export async function run(): Promise<void> {
       DATA_DIR: dataDir,
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       PATH: process.env.PATH ?? '',
+      // Runners sandboxed where bubblewrap works, as in production; RUNNER_SANDBOX=off compares with plain runners.
+      RUNNER_SANDBOX: process.env.RUNNER_SANDBOX,
+      RUNNER_SPAWNER: process.env.RUNNER_SPAWNER,
     });
     await bootstrapDefaultOrganization(database.db, config.bootstrapApiKey);
     app = await buildApp({ config, database, logger: createLogger(config.logLevel) });
