@@ -1,9 +1,12 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createBubblewrapSandbox } from '../src/sandbox/bubblewrap.js';
+import type { Sandbox } from '../src/sandbox/index.js';
+import { probeBubblewrap } from '../src/sandbox/probe.js';
 import { CREWS, deployCrew, followRun, now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, percentile, printFigure } from './lib/figures.js';
@@ -19,6 +22,8 @@ import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.j
 
 const KEY = 'bench-runs-admin-key-0123456789';
 const RUNNER_VARS = ['CREWD_RUN_ID', 'CREWD_DEPLOYMENT_ID', 'CREWD_VERSION_ID', 'CREWD_THREAD_ID'];
+/** The baseline spawns' working folder (crewd gives each run a scratch folder of its own). */
+const BASELINE_FOLDER = mkdtempSync(path.join(tmpdir(), 'crewd-bench-baseline-'));
 
 type Server = Proc;
 
@@ -42,12 +47,18 @@ const target = (server: Server): JsonTarget => ({ port: server.port, key: KEY, a
 const request = (server: Server, method: string, url: string, body?: unknown): Promise<Json> =>
   jsonRequest(target(server), method, url, body);
 
-/** The baseline: the same command spawned straight from Node, input on stdin, until it exits. */
-function spawnCrew(file: string, input: Record<string, unknown>): Promise<void> {
+/**
+ * The baseline: the same command spawned straight from Node, input on stdin, until it exits. With
+ * `sandbox`, the command is wrapped as crewd wraps a run's (bwrap, a scratch folder of its own).
+ */
+function spawnCrew(file: string, input: Record<string, unknown>, sandbox?: Sandbox): Promise<void> {
   return new Promise((resolve, reject) => {
     // The environment a runner gets (not this process's, which carries tsx in NODE_OPTIONS).
     const env = { PATH: process.env.PATH ?? '', ...Object.fromEntries(RUNNER_VARS.map((name) => [name, 'baseline'])) };
-    const child = spawn(process.execPath, [path.join(CREWS, file)], { stdio: ['pipe', 'pipe', 'pipe'], env });
+    const plain = { command: [process.execPath, path.join(CREWS, file)], cwd: BASELINE_FOLDER, env };
+    const plan = sandbox ? sandbox.wrap(plain, { writable: [BASELINE_FOLDER], readOnly: [] }) : plain;
+    const [program = '', ...args] = plan.command;
+    const child = spawn(program, args, { stdio: ['pipe', 'pipe', 'pipe'], env: plan.env, cwd: plan.cwd });
     child.stdout.resume();
     child.stderr.resume();
     child.once('error', reject);
@@ -80,10 +91,15 @@ interface Deployed {
 }
 
 /** One latency sample: POST to complete through a crewd, or a direct spawn to exit when `through` is null. */
-async function sampleLatency(through: Deployed | null, input: Record<string, unknown>): Promise<number> {
+/** Through a crewd, or (null) a direct spawn of the crew, in `sandbox` when given. */
+async function sampleLatency(
+  through: Deployed | null,
+  input: Record<string, unknown>,
+  sandbox?: Sandbox,
+): Promise<number> {
   const start = now();
   if (through) await runToComplete(through.server, through.trivial, input);
-  else await spawnCrew('trivial.mjs', input);
+  else await spawnCrew('trivial.mjs', input, sandbox);
   return now() - start;
 }
 
@@ -91,7 +107,7 @@ async function sampleLatency(through: Deployed | null, input: Record<string, unk
  * Runs through the sandboxed crewd, a plain one (spawner helper), a plain one spawning from the
  * service itself, and direct spawns, in turn, so load changes hit all alike.
  */
-async function latency(sandboxed: Deployed, plain: Deployed, plainDirect: Deployed): Promise<void> {
+async function latency(sandboxed: Deployed, plain: Deployed, plainDirect: Deployed, sandbox: Sandbox): Promise<void> {
   const input = { question: 'bench' };
   const targets = [sandboxed, plain, plainDirect, null];
   for (let i = 0; i < 10; i++) for (const through of targets) await sampleLatency(through, input);
@@ -100,20 +116,26 @@ async function latency(sandboxed: Deployed, plain: Deployed, plainDirect: Deploy
     plainApi: [] as number[],
     plainDirectApi: [] as number[],
     direct: [] as number[],
+    directSandboxed: [] as number[],
   };
   for (let i = 0; i < 100; i++) {
     samples.api.push(await sampleLatency(sandboxed, input));
     samples.plainApi.push(await sampleLatency(plain, input));
     samples.plainDirectApi.push(await sampleLatency(plainDirect, input));
     samples.direct.push(await sampleLatency(null, input));
+    samples.directSandboxed.push(await sampleLatency(null, input, sandbox));
   }
   const api = median(samples.api);
   const plainApi = median(samples.plainApi);
   const plainDirectApi = median(samples.plainDirectApi);
   const direct = median(samples.direct);
+  const directSandboxed = median(samples.directSandboxed);
   printFigure('run latency, POST to complete, median', api, 'ms');
   printFigure('run latency baseline, direct spawn to exit, median', direct, 'ms');
   printFigure('run latency ratio (API ÷ direct spawn)', api / direct, 'x', { op: '<=', target: 1.3 });
+  printFigure('run latency baseline, direct spawn of the same bwrap command, median', directSandboxed, 'ms');
+  printFigure('run latency ratio (API ÷ direct spawn of the same bwrap command)', api / directSandboxed, 'x');
+  printFigure("bwrap's own cost per run (direct spawn in bwrap ÷ without)", directSandboxed / direct, 'x');
   printFigure('run latency without the sandbox, POST to complete, median', plainApi, 'ms');
   printFigure('run latency ratio (sandboxed ÷ plain runner)', api / plainApi, 'x');
   printFigure('run latency without the sandbox, spawned by crewd itself (RUNNER_SPAWNER=direct)', plainDirectApi, 'ms');
@@ -135,11 +157,12 @@ async function withPlainServer(spawner: 'helper' | 'direct', task: (plain: Deplo
   }
 }
 
-async function throughput(server: Server, trivial: string): Promise<void> {
+async function throughput(server: Server, trivial: string, sandbox: Sandbox): Promise<void> {
   const input = { question: 'bench' };
-  // Three rounds of 100, API and direct spawns in turn, so a change in the machine's load hits both alike.
+  // Three rounds of 100, API and direct spawns in turn, so a change in the machine's load hits all alike.
   let apiMs = 0;
   let directMs = 0;
+  let sandboxedMs = 0;
   for (let round = 0; round < 3; round++) {
     let start = now();
     await inParallel(100, 8, () => runToComplete(server, trivial, input));
@@ -147,10 +170,15 @@ async function throughput(server: Server, trivial: string): Promise<void> {
     start = now();
     await inParallel(100, 8, () => spawnCrew('trivial.mjs', input));
     directMs += now() - start;
+    start = now();
+    await inParallel(100, 8, () => spawnCrew('trivial.mjs', input, sandbox));
+    sandboxedMs += now() - start;
   }
   printFigure('throughput, 300 runs 8 at a time through the API', (300 / apiMs) * 1000, 'runs/s');
   printFigure('throughput baseline, 300 direct spawns 8 at a time', (300 / directMs) * 1000, 'runs/s');
   printFigure('throughput ratio (API ÷ direct spawn)', directMs / apiMs, 'x', { op: '>=', target: 0.8 });
+  printFigure('throughput baseline, 300 direct spawns of the same bwrap command', (300 / sandboxedMs) * 1000, 'runs/s');
+  printFigure('throughput ratio (API ÷ direct spawn of the same bwrap command)', sandboxedMs / apiMs, 'x');
 }
 
 /** 300 runs 8 at a time through the helper and through crewd's own spawn, in turn (both unsandboxed). */
@@ -305,17 +333,21 @@ export async function run(): Promise<void> {
   try {
     server = await startServer(scratch.url, dataDir, 'on');
     const sandboxed = server;
+    const probe = await probeBubblewrap(process.env.PATH ?? '', 'on');
+    if (!probe.usable) throw new Error(`the runs bench needs bubblewrap: ${probe.reason}`);
+    // As crewd wraps its runs (RUNNER_NETWORK's default, on), so the bwrap baselines spawn the same command line.
+    const sandbox = createBubblewrapSandbox({ bwrapPath: probe.bwrapPath, network: 'on', dataDir });
     process.stdout.write('runners: bubblewrap sandbox (RUNNER_SANDBOX=on) unless a figure says otherwise\n');
     const trivial = await deployCrew(target(server), 'trivial.mjs');
     const timed = await deployCrew(target(server), 'timed-events.mjs');
     await withPlainServer('helper', (plain) =>
       withPlainServer('direct', async (plainDirect) => {
-        await latency({ server: sandboxed, trivial }, plain, plainDirect);
+        await latency({ server: sandboxed, trivial }, plain, plainDirect, sandbox);
         await throughputOfSpawners(plain, plainDirect);
         spawnBlocking();
       }),
     );
-    await throughput(server, trivial);
+    await throughput(server, trivial, sandbox);
     await relay(server, timed);
     await fanOut(server, timed);
   } finally {
@@ -323,5 +355,6 @@ export async function run(): Promise<void> {
     await server?.stop();
     await scratch.drop();
     rmSync(dataDir, { recursive: true, force: true });
+    rmSync(BASELINE_FOLDER, { recursive: true, force: true });
   }
 }
