@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { findOnPath } from '../program-search.js';
 import { COMPLETE, claim, lock, pin } from './environment-cache.js';
 import { environmentKey, PYTHON_RUNNER_DIR } from './environment-key.js';
 import { python3Of, versionOf } from './host-tools.js';
@@ -17,15 +18,6 @@ export interface BuiltEnvironment {
   binDir: string | null;
   /** node_modules to link into the project, or null. */
   nodeModules: string | null;
-}
-
-function which(program: string, env: Record<string, string>): string | null {
-  for (const dir of (env.PATH ?? '').split(':')) {
-    if (!dir) continue;
-    const candidate = path.join(dir, program);
-    if (existsSync(candidate)) return candidate;
-  }
-  return null;
 }
 
 /** Whether this machine's pip can install into another interpreter (`pip --python`, pip 22.3 and newer). */
@@ -57,12 +49,12 @@ async function sitePackages(venv: string): Promise<string> {
 /** The commands that make the venv and install into it: uv when on PATH, else the machine's pip. */
 async function pythonCommands(installs: string[], venv: string, tools: StepTools): Promise<string[][]> {
   const python = path.join(venv, 'bin', 'python');
-  const uv = which('uv', tools.env);
+  const uv = findOnPath('uv', tools.env.PATH ?? '');
   if (uv) {
     tools.log(`using uv (${uv})`, 'stdout');
     // The python3 of PATH, as pip's venv would take and the cache key names, not one uv prefers.
     return [
-      [uv, 'venv', '--python', which('python3', tools.env) ?? 'python3', venv],
+      [uv, 'venv', '--python', findOnPath('python3', tools.env.PATH ?? '') ?? 'python3', venv],
       [uv, 'pip', 'install', '--python', python, ...installs],
     ];
   }

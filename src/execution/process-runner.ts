@@ -40,7 +40,6 @@ export function startRunnerProcess(
   options: { killGraceMs: number; onMessage(message: RunnerMessage): void },
 ): RunnerProcess {
   const { onMessage, killGraceMs } = options;
-  let pid: number | undefined;
   let lastStderr: string | null = null;
   let terminating: Promise<void> | null = null;
 
@@ -82,7 +81,6 @@ export function startRunnerProcess(
   const exited = spawned.then(async (result): Promise<ProcessExit> => {
     if ('error' in result) return { kind: 'spawn_failed', error: result.error };
     launched = result;
-    pid = result.pid;
     if (terminateRequested) void terminate();
     const { stdout, stderr } = result;
     stdout.on('data', (chunk: Buffer) => stdoutLines.push(chunk));
@@ -106,7 +104,7 @@ export function startRunnerProcess(
 
   return {
     get pid() {
-      return pid;
+      return launched?.pid;
     },
     started,
     exited,

@@ -1,24 +1,9 @@
-import { accessSync, constants, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
+import { findOnPath, isExecutableFile } from '../program-search.js';
 
 /** Programs whose first argument not starting with `-` is a script they run. */
 const INTERPRETERS = new Set(['node', 'python', 'python3', 'bun', 'deno', 'ruby', 'perl', 'bash', 'sh']);
-
-function isExecutableFile(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function onPath(program: string, searchPath: string): string | null {
-  for (const dir of searchPath.split(':')) {
-    if (dir !== '' && isExecutableFile(path.join(dir, program))) return path.join(dir, program);
-  }
-  return null;
-}
 
 function exists(file: string): boolean {
   try {
@@ -42,7 +27,7 @@ export function missingProgram(command: readonly string[], cwd: string, searchPa
     found = path.resolve(cwd, program);
     if (!isExecutableFile(found)) return `program ${found} not found or not executable`;
   } else {
-    found = onPath(program, searchPath);
+    found = findOnPath(program, searchPath);
     if (!found) return `program "${program}" not found on PATH ${searchPath}`;
   }
   if (!INTERPRETERS.has(path.basename(found).replace(/\d+(\.\d+)*$/, ''))) return null;

@@ -1,5 +1,6 @@
-import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
+import { findOnPath, isExecutableFile } from '../program-search.js';
 import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox } from './types.js';
 
 /** Where systemd-resolved keeps the resolv.conf that /etc/resolv.conf may point to. */
@@ -25,23 +26,14 @@ function realFolder(folder: string): string {
   }
 }
 
-function isProgram(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Fails as a plain spawn would when the program is nowhere to be found: inside, bwrap could only
  * report it as its own exit code 1. What the sandbox sees is a part of what this process sees.
  */
 function assertProgramExists(program: string, cwd: string, searchPath: string): void {
   const found = program.includes('/')
-    ? isProgram(path.resolve(cwd, program))
-    : searchPath.split(':').some((folder) => folder !== '' && isProgram(path.join(folder, program)));
+    ? isExecutableFile(path.resolve(cwd, program))
+    : findOnPath(program, searchPath) !== null;
   if (found) return;
   throw Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
 }
