@@ -149,7 +149,12 @@ export async function composeServices({ config, database, logger, ...options }: 
   const bus = remote ? composeFeeds(local, remote) : local;
   const variables = createVariableService(db, config.secretsKey);
   // Runs and build steps start through the same launcher, in the same sandbox.
-  const launcher = options.launcher ?? sandboxedLauncher(plainLauncher(config, logger), sandbox);
+  const launcher =
+    options.launcher ??
+    sandboxedLauncher(plainLauncher(config, logger), sandbox, {
+      runsDir: path.resolve(config.dataDir, 'runs'),
+      logger,
+    });
   const forkServers = createForkServers({
     launcher,
     logger,

@@ -43,6 +43,7 @@ const configSchema = z.object({
   RUNNER_SANDBOX: z.enum(['auto', 'on', 'off'], { message: 'must be auto, on or off' }).default('auto'),
   RUNNER_NETWORK: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
   RUNNER_SPAWNER: z.enum(['helper', 'direct'], { message: 'must be helper or direct' }).default('helper'),
+  DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
   TABLE_INDEX_MIN_ROWS: z.coerce
     .number({ message: 'must be a number' })
     .int('must be an integer')
@@ -96,6 +97,8 @@ export interface Config {
   runnerNetwork: ParsedEnv['RUNNER_NETWORK'];
   /** `helper`: runners forked by a small helper process; `direct`: by the service itself (for measuring). */
   runnerSpawner: ParsedEnv['RUNNER_SPAWNER'];
+  /** On PostgreSQL, statements sent again and again are prepared once per connection (off: behind PgBouncer < 1.21). */
+  databasePreparedStatements: boolean;
   /** Requests with a missing or unknown key one client address may make per minute; 0: no limit. */
   failedAuthLimitPerMinute: number;
   /** Requests to incoming-webhook token URLs one client address may make per minute; 0: no limit. */
@@ -166,6 +169,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     runnerSandbox: parsed.RUNNER_SANDBOX,
     runnerNetwork: parsed.RUNNER_NETWORK,
     runnerSpawner: parsed.RUNNER_SPAWNER,
+    databasePreparedStatements: parsed.DATABASE_PREPARED_STATEMENTS === 'on',
     tableIndexMinRows: parsed.TABLE_INDEX_MIN_ROWS,
     failedAuthLimitPerMinute: parsed.FAILED_AUTH_LIMIT_PER_MINUTE,
     incomingWebhookLimitPerMinute: parsed.INCOMING_WEBHOOK_LIMIT_PER_MINUTE,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { nameRepeatedStatements } from './statement-names.js';
 import type { Database } from './types.js';
 
 export type Backend = 'postgres' | 'pglite';
@@ -20,7 +21,7 @@ export interface DatabaseHandle {
 // Return int8 (counts) as numbers and keep timestamps as Date; both backends then agree.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-export function connectPostgres(url: string, poolSize = 20): DatabaseHandle {
+export function connectPostgres(url: string, poolSize = 20, preparedStatements = true): DatabaseHandle {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client that loses its server emits 'error'; without a listener it would crash the process.
   pool.on('error', () => {});
@@ -28,6 +29,7 @@ export function connectPostgres(url: string, poolSize = 20): DatabaseHandle {
   // and the pool listens only to idle ones: unheard, it would crash the process. The query in flight fails on its
   // own, and the pool drops the broken client when it is released.
   pool.on('connect', (client) => client.on('error', () => {}));
+  if (preparedStatements) nameRepeatedStatements(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, backend: 'postgres', pool, close: () => db.destroy() };
 }
@@ -50,7 +52,11 @@ export async function connectPglite(options: { dataDir?: string; loadDataDir?: B
   return { db, backend: 'pglite', pglite, close: () => db.destroy() };
 }
 
-export async function connectDatabase(config: { databaseUrl?: string; dataDir: string }): Promise<DatabaseHandle> {
-  if (config.databaseUrl) return connectPostgres(config.databaseUrl);
+export async function connectDatabase(config: {
+  databaseUrl?: string | undefined;
+  dataDir: string;
+  databasePreparedStatements?: boolean;
+}): Promise<DatabaseHandle> {
+  if (config.databaseUrl) return connectPostgres(config.databaseUrl, 20, config.databasePreparedStatements ?? true);
   return connectPglite({ dataDir: path.join(config.dataDir, 'db') });
 }

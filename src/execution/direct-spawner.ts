@@ -33,9 +33,10 @@ export function createDirectSpawner(): ProcessLauncher {
           const pid = child.pid as number;
           live.add(pid);
           child.stdin.on('error', () => {});
-          child.stdin.end(request.stdin);
+          const sendStdin = (text: string) => child.stdin.end(text);
+          if (request.stdin !== null) sendStdin(request.stdin);
           const endGroup = (graceMs: number) => terminateGroup(pid, graceMs);
-          resolveStart({ pid, stdout: child.stdout, stderr: child.stderr, exit, endGroup });
+          resolveStart({ pid, stdout: child.stdout, stderr: child.stderr, sendStdin, exit, endGroup });
         });
       });
     },

@@ -7,8 +7,8 @@ export interface LaunchRequest {
   command: string[];
   cwd: string;
   env: Record<string, string>;
-  /** Written to standard input, which is then closed. */
-  stdin: string;
+  /** Written to standard input, which is then closed; null leaves it open for `sendStdin`. */
+  stdin: string | null;
   /** What the process may touch beyond the machine's files: its working folder, a version's built files. */
   confinement: Confinement;
 }
@@ -23,6 +23,8 @@ export interface LaunchedProcess {
   pid: number;
   stdout: Readable;
   stderr: Readable;
+  /** Writes to standard input and closes it: for a process launched with `stdin: null`, once. */
+  sendStdin(text: string): void;
   /** The exit status, or null when it was lost (the spawner died). */
   exit: Promise<ExitStatus | null>;
   /**

@@ -1,5 +1,5 @@
-import { mkdirSync, rmdirSync } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
+import { rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { LaunchSpec } from '../runs/types.js';
 
@@ -36,10 +36,10 @@ export async function prepareRunFolder(spec: LaunchSpec, runsDir: string): Promi
   return { cwd, scratch: true };
 }
 
-/** Most runners leave their scratch folder empty, which one rmdir settles. */
+/** Most runners leave their scratch folder empty, which one rmdir settles (off the event loop: it can take a millisecond). */
 export async function removeScratchFolder(folder: string): Promise<void> {
   try {
-    rmdirSync(folder);
+    await rmdir(folder);
   } catch {
     await rm(folder, { recursive: true, force: true }).catch(() => {});
   }

@@ -12,7 +12,10 @@
  */
 const { spawn } = require('node:child_process');
 
-/** @typedef {{ id: number, file: string, args: string[], cwd: string, env: Record<string, string>, stdin: string }} SpawnMessage */
+/**
+ * @typedef {{ op: 'spawn', id: number, file: string, args: string[], cwd: string, env: Record<string, string>, stdin: string | null }} SpawnMessage
+ * @typedef {{ op: 'stdin', id: number, data: string }} StdinMessage
+ */
 
 /** Relayed chunks whose write to the service is not done yet, past which the runners' pipes pause. */
 const MAX_IN_FLIGHT = 64;
@@ -69,7 +72,19 @@ process.on('disconnect', () => {
   process.exit(0);
 });
 
-process.on('message', (/** @type {SpawnMessage} */ m) => {
+/** Standard input of runners started with `stdin: null`, by id, until it is sent. */
+/** @type {Map<number, import('node:stream').Writable>} */
+const openStdin = new Map();
+
+process.on('message', (/** @type {SpawnMessage | StdinMessage} */ m) => {
+  if (m.op === 'stdin') {
+    openStdin.get(m.id)?.end(m.data);
+    openStdin.delete(m.id);
+  } else start(m);
+});
+
+/** @param {SpawnMessage} m */
+function start(m) {
   let child;
   try {
     child = spawn(m.file, m.args, {
@@ -92,13 +107,15 @@ process.on('message', (/** @type {SpawnMessage} */ m) => {
     started = true;
     live.add(pid);
     child.stdin.on('error', () => {});
-    child.stdin.end(m.stdin);
+    if (m.stdin === null) openStdin.set(m.id, child.stdin);
+    else child.stdin.end(m.stdin);
     send({ op: 'started', id: m.id, pid });
     relay(m.id, 'stdout', child.stdout);
     relay(m.id, 'stderr', child.stderr);
   });
   child.once('exit', (code, signal) => {
     if (child.pid !== undefined) live.delete(child.pid);
+    openStdin.delete(m.id);
     if (started) send({ op: 'exit', id: m.id, code, signal });
   });
-});
+}

@@ -13,6 +13,8 @@ const HELPER_EXIT_GRACE_MS = 5000;
 
 /** A runner the helper was asked to start: until it started, then until its output and exit are all in. */
 interface Pending {
+  /** The helper that starts it: standard input sent later goes to the same one. */
+  via: ChildProcess;
   resolveStart(result: LaunchedProcess | { error: string }): void;
   output?: { stdout: Readable; stderr: Readable };
   resolveExit?(status: ExitStatus | null): void;
@@ -48,13 +50,16 @@ export function createSpawner(logger: Logger): ProcessLauncher {
     if (entry.awaited === 0) pending.delete(id);
   }
 
-  function onStarted(entry: Pending, pid: number): void {
+  function onStarted(id: number, entry: Pending, pid: number): void {
     const output = { stdout: relayedStream(), stderr: relayedStream() };
     const exit = new Promise<ExitStatus | null>((resolve) => {
       entry.resolveExit = resolve;
     });
     entry.output = output;
-    entry.resolveStart({ pid, ...output, exit, endGroup: (graceMs) => terminateGroup(pid, graceMs) });
+    const sendStdin = (data: string) => {
+      if (entry.via.connected) entry.via.send({ op: 'stdin', id, data });
+    };
+    entry.resolveStart({ pid, ...output, sendStdin, exit, endGroup: (graceMs) => terminateGroup(pid, graceMs) });
   }
 
   function onMessage(message: HelperMessage): void {
@@ -66,7 +71,7 @@ export function createSpawner(logger: Logger): ProcessLauncher {
         entry.resolveStart({ error: message.error });
         return;
       case 'started':
-        onStarted(entry, message.pid);
+        onStarted(message.id, entry, message.pid);
         return;
       case 'out':
         entry.output?.[message.stream].push(Buffer.from(message.data, 'latin1'));
@@ -123,14 +128,15 @@ export function createSpawner(logger: Logger): ProcessLauncher {
       if (closing) return Promise.resolve({ error: 'crewd is stopping' });
       return new Promise((resolveStart) => {
         const id = nextId++;
-        pending.set(id, { resolveStart, awaited: 3 });
         const unavailable = (error: Error) => {
           pending.delete(id);
           resolveStart({ error: `the runner spawner is unavailable: ${error.message}` });
         };
-        const message = { id, file, args, cwd: request.cwd, env: request.env, stdin: request.stdin };
+        const message = { op: 'spawn', id, file, args, cwd: request.cwd, env: request.env, stdin: request.stdin };
         try {
-          ensureHelper().send(message, (error: Error | null) => {
+          const via = ensureHelper();
+          pending.set(id, { via, resolveStart, awaited: 3 });
+          via.send(message, (error: Error | null) => {
             if (error) unavailable(error);
           });
         } catch (error) {

@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { findOnPath, isExecutableFile } from '../program-search.js';
-import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox } from './types.js';
+import { exportable, SPARE_SHELL, spareLine } from './spare-shell.js';
+import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SpareShape } from './types.js';
 
 /** Where systemd-resolved keeps the resolv.conf that /etc/resolv.conf may point to. */
 const RESOLVER_FOLDER = '/run/systemd/resolve';
@@ -72,9 +73,10 @@ const underHostTmp = (file: string) => file === HOST_TMP || file.startsWith(`${H
  * The folders under the host's /tmp that the command names (its program, a script, its cwd, its
  * PYTHONPATH):
  * the sandbox's /tmp is its own, so these are bound back read-only, at the same paths, for a
- * command version (or a checkout) that lives there. DATA_DIR is hidden after them all the same.
+ * command version (or a checkout) that lives there. Folders inside the hidden ones (DATA_DIR) are
+ * left out: they would be hidden after them all the same.
  */
-function hostTmpFolders(plan: ProcessPlan, cwd: string): string[] {
+function hostTmpFolders(plan: ProcessPlan, cwd: string, hidden: readonly string[]): string[] {
   const folders = new Set<string>();
   if (underHostTmp(cwd) && existsSync(cwd)) folders.add(realFolder(cwd));
   for (const arg of plan.command) {
@@ -88,24 +90,35 @@ function hostTmpFolders(plan: ProcessPlan, cwd: string): string[] {
     }
   }
   folders.delete(HOST_TMP);
-  return [...folders];
+  const inHidden = (folder: string) => hidden.some((root) => folder === root || folder.startsWith(`${root}/`));
+  return [...folders].filter((folder) => !inHidden(folder));
 }
 
 /** Runners in Linux namespaces through bubblewrap. */
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const hiding = hidingArguments(options);
+  const hidden = [options.dataDir, ...(options.hidden ?? [])].map(realFolder);
+  /** DATA_DIR/runs, where scratch folders are, as the sandbox sees it (the same path). */
+  const runsFolder = path.join(realFolder(options.dataDir), 'runs');
+
+  /** Everything but the writable folders: the same for every run of a version. */
+  function readOnlyArguments(plan: ProcessPlan, cwd: string, confinement: Confinement): string[] {
+    assertProgramExists(plan.command[0] ?? '', cwd, plan.env.PATH ?? '');
+    const args = leadingArguments(confinement.network ?? options.network);
+    for (const folder of hostTmpFolders(plan, cwd, hidden)) args.push('--ro-bind', folder, folder);
+    args.push(...hiding);
+    for (const folder of confinement.readOnly) {
+      const real = realFolder(folder);
+      args.push('--ro-bind', real, real);
+    }
+    return args;
+  }
+
   return {
     kind: 'bubblewrap',
     wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
       const cwd = path.resolve(plan.cwd);
-      assertProgramExists(plan.command[0] ?? '', cwd, plan.env.PATH ?? '');
-      const args = leadingArguments(confinement.network ?? options.network);
-      for (const folder of hostTmpFolders(plan, cwd)) args.push('--ro-bind', folder, folder);
-      args.push(...hiding);
-      for (const folder of confinement.readOnly) {
-        const real = realFolder(folder);
-        args.push('--ro-bind', real, real);
-      }
+      const args = readOnlyArguments(plan, cwd, confinement);
       for (const folder of confinement.writable) {
         const real = realFolder(folder);
         args.push('--bind', real, real);
@@ -113,6 +126,27 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
       args.push('--chdir', cwd, '--', ...plan.command);
       // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
       return { command: [options.bwrapPath, ...args], cwd, env: plan.env };
+    },
+
+    spareShape(plan: ProcessPlan, confinement: Confinement): SpareShape | null {
+      const cwd = realFolder(plan.cwd);
+      const [writable, ...more] = confinement.writable.map(realFolder);
+      const scratch = writable !== undefined && writable === cwd && path.dirname(cwd) === runsFolder ? cwd : null;
+      if (more.length > 0 || (writable !== undefined && !scratch) || !exportable(plan.env)) return null;
+      const args = readOnlyArguments(plan, cwd, confinement);
+      // A scratch folder is made in the spare's own folder, seen as DATA_DIR/runs in there.
+      const bindRuns = (folder: string) => (scratch ? ['--bind', realFolder(folder), runsFolder] : []);
+      return {
+        key: JSON.stringify([scratch !== null, args]),
+        // An empty environment: the shell gets the process's own with its line.
+        spare: (folder) => ({
+          command: [options.bwrapPath, ...args, ...bindRuns(folder), '--chdir', '/', '--', ...SPARE_SHELL],
+          cwd: '/',
+          env: {},
+        }),
+        line: spareLine({ ...plan, cwd }),
+        scratch,
+      };
     },
   };
 }

@@ -4,7 +4,7 @@ import { plainSandbox } from './plain.js';
 import { probeBubblewrap } from './probe.js';
 import type { RunnerNetwork, Sandbox, SandboxMode } from './types.js';
 
-export type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SandboxMode } from './types.js';
+export type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SandboxMode, SpareShape } from './types.js';
 
 export interface SandboxOptions {
   mode: SandboxMode;

@@ -14,8 +14,29 @@ export interface Confinement {
   network?: RunnerNetwork;
 }
 
+/**
+ * A sandbox made ahead of the process that will run in it, which becomes that process when it
+ * reads its line on standard input (execution/sandbox-spares.ts): the sandbox's cost is then
+ * off the run's path. Whatever takes a spare gets the sandbox `wrap` would have made.
+ */
+export interface SpareShape {
+  /** Requests with the same key can take each other's spares. */
+  key: string;
+  /** The spare's own plan; `folder` (on the host, empty) is the sandbox's `DATA_DIR/runs`. */
+  spare(folder: string): ProcessPlan;
+  /** The line that makes a spare of this shape the requested process. */
+  line: string;
+  /** The scratch folder the process works in (under `DATA_DIR/runs`), or null when it works elsewhere. */
+  scratch: string | null;
+}
+
 export interface Sandbox {
   readonly kind: 'bubblewrap' | 'none';
+  /**
+   * The spare a request could start in instead of through `wrap`, or null when it cannot (it
+   * writes other folders, as a build does). Throws as `wrap` does.
+   */
+  spareShape?(plan: ProcessPlan, confinement: Confinement): SpareShape | null;
   /**
    * The plan to spawn instead: for bubblewrap, bwrap's argv wrapping the command; for none, the plan itself.
    * Throws an ENOENT error, as a spawn would, when the bubblewrap sandbox cannot find the program.

@@ -27,6 +27,7 @@ function exitedLauncher(leftover: ChildProcess): ProcessLauncher {
       pid,
       stdout,
       stderr,
+      sendStdin() {},
       exit: Promise.resolve({ code: 0, signal: null }),
       endGroup: (graceMs) => terminateGroup(pid, graceMs),
     };

@@ -23,6 +23,7 @@ describe('configuration', () => {
       runnerSandbox: 'auto',
       runnerNetwork: 'on',
       runnerSpawner: 'helper',
+      databasePreparedStatements: true,
       tableIndexMinRows: 10_000,
       failedAuthLimitPerMinute: 60,
       incomingWebhookLimitPerMinute: 60,
@@ -68,11 +69,13 @@ describe('configuration', () => {
       MAX_BULK_UPDATE_BYTES: '1048576',
       METRICS_TOKEN: 'a-metrics-scrape-token',
       TRUST_PROXY: 'true',
+      DATABASE_PREPARED_STATEMENTS: 'off',
     });
     expect(config.port).toBe(9000);
     expect(config.host).toBe('127.0.0.1');
     expect(config.databaseUrl).toBe('postgres://u@db:5432/crewd');
     expect(config.dataDir).toBe('/var/lib/crewd');
+    expect(config.databasePreparedStatements).toBe(false);
     expect(config.bootstrapApiKey).toBe('a-very-long-secret-key');
     expect(config.publicUrl).toBe('https://crewd.example.com');
     expect(config.webhookAllowPrivateUrls).toBe(true);
@@ -124,6 +127,7 @@ describe('configuration', () => {
     ['MAX_BULK_UPDATE_BYTES', '0'],
     ['METRICS_TOKEN', 'short'],
     ['TRUST_PROXY', 'maybe'],
+    ['DATABASE_PREPARED_STATEMENTS', 'yes'],
   ])('refuses a bad %s with one line naming it', (name, value) => {
     let error: unknown;
     try {

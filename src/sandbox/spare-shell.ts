@@ -1,0 +1,36 @@
+import type { ProcessPlan } from './types.js';
+
+/**
+ * The shell a spare sandbox waits in (execution/sandbox-spares.ts): it reads one line from
+ * standard input, the plan of the process it is to become, and runs it, which ends in `exec`. The
+ * rest of standard input is left unread for that process (a shell reads a pipe a byte at a time).
+ * `nl` lets the plan put a newline into a value without breaking its one line.
+ */
+export const SPARE_SHELL = ['/bin/sh', '-c', 'IFS= read -r plan || exit 125\nnl=\'\n\'\neval "$plan"'];
+
+/** One shell word, whatever the text: in single quotes, with `'` and newlines spelled out. */
+export function shellWord(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`).replaceAll('\n', `'"$nl"'`)}'`;
+}
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Whether the shell can export every variable of the environment (names the API already checks). */
+export function exportable(env: Record<string, string>): boolean {
+  return Object.keys(env).every((name) => VARIABLE_NAME.test(name));
+}
+
+/**
+ * The plan as the spare's line: into its folder, with exactly its environment and PWD, the folder
+ * (as bwrap's `--chdir` sets it; the shell's OLDPWD is unset), then `exec`, so the process is the
+ * sandbox's own, with the shell gone.
+ */
+export function spareLine(plan: ProcessPlan): string {
+  const exports = Object.entries(plan.env).map(([name, value]) => `export ${name}=${shellWord(value)}`);
+  return [
+    `cd ${shellWord(plan.cwd)}`,
+    'unset OLDPWD',
+    ...exports,
+    `exec ${plan.command.map(shellWord).join(' ')}`,
+  ].join(' && ');
+}
