@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { processAlive } from '../execution/process-group.js';
 
 /**
  * The environment cache (BUILD_CACHE_DIR, default DATA_DIR/environments): `<org>/<key>` per
@@ -51,19 +52,10 @@ export function pin(home: string): () => void {
   };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Whether a lock folder is left by a process that no longer runs. */
 async function abandoned(lockDir: string): Promise<boolean> {
   const owner = Number(await readFile(path.join(lockDir, 'pid'), 'utf8').catch(() => ''));
-  if (owner > 0) return owner !== process.pid && !alive(owner);
+  if (owner > 0) return owner !== process.pid && !processAlive(owner);
   const info = await stat(lockDir).catch(() => null);
   return info !== null && Date.now() - info.mtimeMs > UNOWNED_LOCK_MS;
 }

@@ -1,14 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** True while any process of the group exists (zombies aside, which are already dead). */
-export function groupAlive(pgid: number): boolean {
+/** True while the process exists (`-pgid`: any process of the group), whoever owns it. */
+export function processAlive(pid: number): boolean {
   try {
-    process.kill(-pgid, 0);
+    process.kill(pid, 0);
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/** True while any process of the group exists (zombies aside, which are already dead). */
+export const groupAlive = (pgid: number): boolean => processAlive(-pgid);
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {

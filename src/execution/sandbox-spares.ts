@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { randomToken } from '../ids.js';
 import type { SpareShape } from '../sandbox/index.js';
 import type { LaunchedProcess, ProcessLauncher } from './launcher.js';
+import { processAlive } from './process-group.js';
 
 /** A spare nobody took for this long is ended; the next run of its shape makes another. */
 const DEFAULT_IDLE_MS = 60_000;
@@ -13,15 +14,6 @@ const DEFAULT_MAX_SPARES = 4;
 /** Spares' folders on the host: `DATA_DIR/runs/.spare-<pid of their crewd>-…`, next to the runs' own. */
 const SPARE_PREFIX = '.spare-';
 const LEFTOVER = /^\.spare-(\d+)-/;
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 interface Spare {
   folder: string;
