@@ -100,6 +100,8 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const hidden = [options.dataDir, ...(options.hidden ?? [])].map(realFolder);
   /** DATA_DIR/runs, where scratch folders are, as the sandbox sees it (the same path). */
   const runsFolder = path.join(realFolder(options.dataDir), 'runs');
+  /** Spares wait in the machine's shell: none without one. */
+  const withShell = isExecutableFile(SPARE_SHELL[0] as string);
 
   /** Everything but the writable folders: the same for every run of a version. */
   function readOnlyArguments(plan: ProcessPlan, cwd: string, confinement: Confinement): string[] {
@@ -129,6 +131,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
     },
 
     spareShape(plan: ProcessPlan, confinement: Confinement): SpareShape | null {
+      if (!withShell) return null;
       const cwd = realFolder(plan.cwd);
       const [writable, ...more] = confinement.writable.map(realFolder);
       const scratch = writable !== undefined && writable === cwd && path.dirname(cwd) === runsFolder ? cwd : null;
