@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { rm, rmdir, stat } from 'node:fs/promises';
+import { rm, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { LaunchSpec } from '../runs/types.js';
 
@@ -36,11 +36,18 @@ export async function prepareRunFolder(spec: LaunchSpec, runsDir: string): Promi
   return { cwd, scratch: true };
 }
 
-/** Most runners leave their scratch folder empty, which one rmdir settles (off the event loop: it can take a millisecond). */
+/**
+ * Most runners leave their scratch folder empty, which one rmdir settles (off the event loop: it can take a
+ * millisecond); one that ran in a spare sandbox left a symlink here (the spare's folder goes with the spare).
+ */
 export async function removeScratchFolder(folder: string): Promise<void> {
   try {
     await rmdir(folder);
-  } catch {
-    await rm(folder, { recursive: true, force: true }).catch(() => {});
+  } catch (error) {
+    const removal =
+      (error as NodeJS.ErrnoException).code === 'ENOTDIR'
+        ? unlink(folder)
+        : rm(folder, { recursive: true, force: true });
+    await removal.catch(() => {});
   }
 }

@@ -1,5 +1,5 @@
 import { mkdirSync, readdirSync, renameSync, symlinkSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { randomToken } from '../ids.js';
@@ -17,9 +17,21 @@ const LEFTOVER = /^\.spare-(\d+)-/;
 
 interface Spare {
   folder: string;
+  /** The name of the run folder moved into it, once a run took it. */
+  runFolder: string | null;
   process: LaunchedProcess;
   exited: boolean;
   idleTimer: NodeJS.Timeout;
+}
+
+/** A spare's folder: most runs leave theirs empty, which two rmdirs settle; else it is removed whole. */
+async function removeFolder(folder: string, runFolder: string | null): Promise<void> {
+  try {
+    if (runFolder !== null) await rmdir(path.join(folder, runFolder));
+    await rmdir(folder);
+  } catch {
+    await rm(folder, { recursive: true, force: true }).catch(() => {});
+  }
 }
 
 export interface SparePoolOptions {
@@ -60,13 +72,14 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
       await rm(folder, { recursive: true, force: true });
       throw new Error(launched.error);
     }
-    const spare: Spare = { folder, process: launched, exited: false, idleTimer: setTimeout(() => end(spare), idleMs) };
+    const idleTimer = setTimeout(() => end(spare), idleMs);
+    const spare: Spare = { folder, runFolder: null, process: launched, exited: false, idleTimer };
     spare.idleTimer.unref();
     void launched.exit.then(async () => {
       spare.exited = true;
       clearTimeout(spare.idleTimer);
       if (waiting.get(shape.key) === spare) waiting.delete(shape.key);
-      await rm(folder, { recursive: true, force: true }).catch(() => {});
+      await removeFolder(folder, spare.runFolder);
     });
     if (stopped) return end(spare);
     waiting.set(shape.key, spare);
@@ -97,7 +110,8 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
   /** The run's fresh scratch folder goes where the spare's sandbox sees it; a symlink leads there. */
   function moveInto(spare: Spare, scratch: string): void {
     // Both live in DATA_DIR/runs: the link leads to `.spare-…/<run id>` beside it.
-    const relative = path.join(path.basename(spare.folder), path.basename(scratch));
+    spare.runFolder = path.basename(scratch);
+    const relative = path.join(path.basename(spare.folder), spare.runFolder);
     renameSync(scratch, path.join(path.dirname(scratch), relative));
     symlinkSync(relative, scratch);
   }

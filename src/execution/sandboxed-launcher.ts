@@ -18,10 +18,15 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
   const pool = spares && sandbox.spareShape ? createSparePool(inner, spares) : null;
 
   // bwrap's own PID namespace: when its init ends, the kernel ends everything else in it; what is
-  // left of its group then is at most a zombie, which the machine's init reaps in its own time.
+  // left of its group then is at most a zombie, which the machine's init reaps in its own time. So
+  // once bwrap exited there is nothing to end (and no group to watch until that zombie goes).
   const inSandbox = (launched: LaunchedProcess): LaunchedProcess => {
-    const exited = launched.exit.then(() => {});
-    return { ...launched, endGroup: (graceMs) => Promise.race([launched.endGroup(graceMs), exited]) };
+    let gone = false;
+    const exited = launched.exit.then(() => {
+      gone = true;
+    });
+    const endGroup = (graceMs: number) => (gone ? exited : Promise.race([launched.endGroup(graceMs), exited]));
+    return { ...launched, endGroup };
   };
 
   /** Once the process ends, a spare of its shape is made for the next one. */

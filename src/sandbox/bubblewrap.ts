@@ -21,7 +21,8 @@ export interface BubblewrapOptions {
 function realFolder(folder: string): string {
   const absolute = path.resolve(folder);
   try {
-    return realpathSync(absolute);
+    // The system's realpath: one call, where Node's own looks at each part of the path.
+    return realpathSync.native(absolute);
   } catch {
     return absolute;
   }
