@@ -1,11 +1,12 @@
 import { mkdirSync, readdirSync, renameSync, symlinkSync } from 'node:fs';
-import { rm, rmdir } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { randomToken } from '../ids.js';
 import type { SpareShape } from '../sandbox/index.js';
 import type { LaunchedProcess, ProcessLauncher } from './launcher.js';
 import { processAlive } from './process-group.js';
+import { removeScratchFolder } from './run-setup.js';
 
 /** A spare nobody took for this long is ended; the next run of its shape makes another. */
 const DEFAULT_IDLE_MS = 60_000;
@@ -22,16 +23,6 @@ interface Spare {
   process: LaunchedProcess;
   exited: boolean;
   idleTimer: NodeJS.Timeout;
-}
-
-/** A spare's folder: most runs leave theirs empty, which two rmdirs settle; else it is removed whole. */
-async function removeFolder(folder: string, runFolder: string | null): Promise<void> {
-  try {
-    if (runFolder !== null) await rmdir(path.join(folder, runFolder));
-    await rmdir(folder);
-  } catch {
-    await rm(folder, { recursive: true, force: true }).catch(() => {});
-  }
 }
 
 export interface SparePoolOptions {
@@ -79,7 +70,9 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
       spare.exited = true;
       clearTimeout(spare.idleTimer);
       if (waiting.get(shape.key) === spare) waiting.delete(shape.key);
-      await removeFolder(folder, spare.runFolder);
+      // Most runs leave their folder empty: an rmdir each, as for any scratch folder.
+      if (spare.runFolder !== null) await removeScratchFolder(path.join(folder, spare.runFolder));
+      await removeScratchFolder(folder);
     });
     if (stopped) return end(spare);
     waiting.set(shape.key, spare);

@@ -49,10 +49,12 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
       let plan: ReturnType<Sandbox['wrap']>;
       let shape: SpareShape | null = null;
       try {
-        shape = pool && request.stdin !== null ? (sandbox.spareShape?.(plain, request.confinement) ?? null) : null;
-        const spare = shape && pool ? pool.take(shape, request.stdin ?? '') : null;
-        if (spare && shape) return afterwards(spare, shape);
-        plan = sandbox.wrap(plain, request.confinement);
+        if (pool && request.stdin !== null) {
+          shape = sandbox.spareShape?.(plain, request.confinement) ?? null;
+          const spare = shape ? pool.take(shape, request.stdin) : null;
+          if (spare && shape) return afterwards(spare, shape);
+        }
+        plan = shape ? shape.fresh() : sandbox.wrap(plain, request.confinement);
       } catch (error) {
         return { error: error instanceof Error ? error.message : String(error) };
       }

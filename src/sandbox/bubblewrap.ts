@@ -53,17 +53,21 @@ function leadingArguments(network: RunnerNetwork): string[] {
   return args;
 }
 
+/** crewd's folders, made if missing (a mount point must exist before bwrap makes the root read-only), as real paths. */
+function hiddenFolders(options: BubblewrapOptions): string[] {
+  return [options.dataDir, ...(options.hidden ?? [])].map((folder) => {
+    mkdirSync(folder, { recursive: true });
+    return realFolder(folder);
+  });
+}
+
 /** Then /run (service sockets such as PostgreSQL's or Docker's) and crewd's folders hidden under empty tmpfs. */
-function hidingArguments(options: BubblewrapOptions): string[] {
+function hidingArguments(hidden: readonly string[]): string[] {
   const args: string[] = [];
   if (existsSync('/run')) args.push('--tmpfs', '/run');
   // DNS keeps working on hosts whose /etc/resolv.conf links into /run.
   if (existsSync(RESOLVER_FOLDER)) args.push('--ro-bind', RESOLVER_FOLDER, RESOLVER_FOLDER);
-  for (const folder of [options.dataDir, ...(options.hidden ?? [])]) {
-    // The mount point must exist before bwrap makes the root read-only.
-    mkdirSync(folder, { recursive: true });
-    args.push('--tmpfs', realFolder(folder));
-  }
+  for (const folder of hidden) args.push('--tmpfs', folder);
   return args;
 }
 
@@ -97,8 +101,8 @@ function hostTmpFolders(plan: ProcessPlan, cwd: string, hidden: readonly string[
 
 /** Runners in Linux namespaces through bubblewrap. */
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
-  const hiding = hidingArguments(options);
-  const hidden = [options.dataDir, ...(options.hidden ?? [])].map(realFolder);
+  const hidden = hiddenFolders(options);
+  const hiding = hidingArguments(hidden);
   /** DATA_DIR/runs, where scratch folders are, as the sandbox sees it (the same path). */
   const runsFolder = path.join(realFolder(options.dataDir), 'runs');
   /** Spares wait in the machine's shell: none without one. */
@@ -117,18 +121,23 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
     return args;
   }
 
+  /** bwrap's plan: the read-only arguments, then the writable folders, then the command in its folder. */
+  function wrapped(plan: ProcessPlan, readOnly: readonly string[], confinement: Confinement): ProcessPlan {
+    const cwd = path.resolve(plan.cwd);
+    const args = [...readOnly];
+    for (const folder of confinement.writable) {
+      const real = realFolder(folder);
+      args.push('--bind', real, real);
+    }
+    args.push('--chdir', cwd, '--', ...plan.command);
+    // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
+    return { command: [options.bwrapPath, ...args], cwd, env: plan.env };
+  }
+
   return {
     kind: 'bubblewrap',
     wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
-      const cwd = path.resolve(plan.cwd);
-      const args = readOnlyArguments(plan, cwd, confinement);
-      for (const folder of confinement.writable) {
-        const real = realFolder(folder);
-        args.push('--bind', real, real);
-      }
-      args.push('--chdir', cwd, '--', ...plan.command);
-      // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
-      return { command: [options.bwrapPath, ...args], cwd, env: plan.env };
+      return wrapped(plan, readOnlyArguments(plan, path.resolve(plan.cwd), confinement), confinement);
     },
 
     spareShape(plan: ProcessPlan, confinement: Confinement): SpareShape | null {
@@ -150,6 +159,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
         }),
         line: spareLine({ ...plan, cwd }),
         scratch,
+        fresh: () => wrapped(plan, args, confinement),
       };
     },
   };

@@ -28,6 +28,8 @@ export interface SpareShape {
   line: string;
   /** The scratch folder the process works in (under `DATA_DIR/runs`), or null when it works elsewhere. */
   scratch: string | null;
+  /** What `wrap` gives for the request, when no spare waits (from the same arguments). */
+  fresh(): ProcessPlan;
 }
 
 export interface Sandbox {
