@@ -6,7 +6,6 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
 import { LineSplitter } from '../execution/line-splitter.js';
-import { PYTHON_RUNNER_DIR } from './environments.js';
 
 /** Where and how a version's runs start: its built files as cwd, its env, what it may read. */
 export interface ServerPlace {
@@ -15,11 +14,9 @@ export interface ServerPlace {
   readOnly: string[];
 }
 
-/** A run of a version through its fork server: the command that replaces `python -m crewd_runner …`. */
+/** A run of a version through its fork server: the socket crewd asks it on (src/execution/fork-server-launcher.ts). */
 export interface ForkedRun {
-  command: string[];
-  /** The version's read-only folders and the server's socket folder. */
-  readOnly: string[];
+  forkSocket: string;
 }
 
 export interface ForkServersOptions {
@@ -43,11 +40,6 @@ interface ForkServer {
 /** After a server failed before it listened, its version runs without one this long, not a failing server per run. */
 const RETRY_AFTER_FAILURE_MS = 30_000;
 const MAX_LOG_LINE_BYTES = 16 * 1024;
-/**
- * The client runs as a script, isolated and without `site` (standard library only): Python starts in a fraction of
- * the time, on every run's path. `python` is still the version's own, first on its PATH.
- */
-const CLIENT = ['python', '-I', '-S', path.join(PYTHON_RUNNER_DIR, 'crewd_runner', 'forkclient.py')];
 
 /** `python -m crewd_runner --crew|--flow|--graph TARGET`, as project detection makes it (src/builds/project.ts). */
 export function pythonRunnerEntry(command: readonly string[]): [string, string] | null {
@@ -72,9 +64,8 @@ function logLines(stream: Readable, log: (line: string) => void): void {
 /**
  * The Python fork servers of this instance (docs/python-crews.md): one per Python bundle version,
  * started at the version's first run here, in a sandbox of its own with the version's built files
- * and its socket folder, and nothing of DATA_DIR. The runs stay processes of their own, started
- * by the launcher as ever: `crewd_runner.forkclient`, which hands its stdio and folder to the
- * server and runs the crew itself when no server answers.
+ * and its socket folder, and nothing of DATA_DIR. The runs stay processes of their own: crewd asks
+ * the server for each on its socket, and starts the version's command as ever when none listens.
  */
 export function createForkServers(options: ForkServersOptions) {
   const { launcher, logger } = options;
@@ -89,7 +80,7 @@ export function createForkServers(options: ForkServersOptions) {
 
   /**
    * A folder per version for its servers' sockets, under one short root (a socket path has at most 108 bytes),
-   * outside DATA_DIR. It stays until crewd stops: a run may be binding it into its sandbox as a server exits.
+   * outside DATA_DIR, bound writable into the server's sandbox. It stays until crewd stops.
    */
   function socketFolder(versionId: string): string {
     root ??= mkdtempSync(path.join(tmpdir(), 'crewd-fork-'));
@@ -156,7 +147,7 @@ export function createForkServers(options: ForkServersOptions) {
      */
     forkedRun(versionId: string, command: readonly string[], place: ServerPlace): ForkedRun | null {
       const entry = pythonRunnerEntry(command);
-      if (stopping || options.idleSeconds <= 0 || !entry || !existsSync(CLIENT[3] as string)) return null;
+      if (stopping || options.idleSeconds <= 0 || !entry) return null;
       if (Date.now() - (failedAt.get(versionId) ?? 0) < RETRY_AFTER_FAILURE_MS) return null;
       const key = createHash('sha256')
         .update(JSON.stringify([command, place]))
@@ -164,10 +155,7 @@ export function createForkServers(options: ForkServersOptions) {
       let server = servers.get(versionId);
       if (server && server.key !== key) retire(versionId, server);
       if (!server || server.key !== key) server = start(versionId, key, entry, place);
-      return {
-        command: [...CLIENT, '--socket', server.socket, ...entry],
-        readOnly: [...place.readOnly, server.folder],
-      };
+      return { forkSocket: server.socket };
     },
 
     /** The version was deleted: its server ends with its last run. */

@@ -8,6 +8,7 @@ import { findEndedAmong } from '../runs/repository.js';
 import type { LaunchSpec, RunStatus } from '../runs/types.js';
 import { ActiveRun } from './active-run.js';
 import { RunEventLog } from './event-log.js';
+import { forkServerFirst } from './fork-server-launcher.js';
 import { LOST_RUN_ERROR } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
 import { type ProcessExit, startRunnerProcess } from './process-runner.js';
@@ -23,8 +24,8 @@ export interface VersionLaunch {
   env: Record<string, string>;
   /** Built files a sandbox mounts read-only. */
   readOnly: string[];
-  /** What the run starts instead of the version's command (a Python crew through its fork server). */
-  command?: string[];
+  /** The socket of the version's fork server, asked for the run before the version's command is started. */
+  forkSocket?: string;
 }
 
 /**
@@ -39,8 +40,9 @@ export type VersionPreparer = (
 /** Where a run's process starts, and what else of the disk it may read. */
 interface RunPlace {
   spec: LaunchSpec;
-  /** What is started: the version's command, or what its preparation put instead (a fork server's client). */
   command: string[];
+  /** A Python crew's fork server, tried first (fork-server-launcher.ts). */
+  forkSocket: string | null;
   cwd: string;
   /** The folder is the run's own scratch folder: writable, removed with the run. */
   scratch: boolean;
@@ -97,7 +99,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   async function placeRun(run: ActiveRun): Promise<RunPlace | { error: string }> {
     let spec = run.spec;
     let readOnly: string[] = [];
-    let command = spec.version.command;
+    let forkSocket: string | null = null;
     if (options.prepareVersion && (spec.version.source !== 'command' || spec.version.has_variables)) {
       try {
         const plan = await options.prepareVersion(spec.run.version_id, (message, stream) =>
@@ -105,13 +107,14 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         );
         spec = { ...spec, version: { ...spec.version, cwd: plan.cwd ?? spec.version.cwd, env: plan.env } };
         readOnly = plan.readOnly;
-        command = plan.command ?? command;
+        forkSocket = plan.forkSocket ?? null;
       } catch (error) {
         return { error: error instanceof Error ? error.message : String(error) };
       }
     }
     const folder = await prepareRunFolder(spec, options.runsDir);
-    return 'error' in folder ? folder : { spec, command, cwd: folder.cwd, scratch: folder.scratch, readOnly };
+    if ('error' in folder) return folder;
+    return { spec, command: spec.version.command, forkSocket, cwd: folder.cwd, scratch: folder.scratch, readOnly };
   }
 
   /** Thread runs whose stop could not be recorded (the database was away): tried again on each tick. */
@@ -134,8 +137,9 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     const env = runnerEnvironment(spec, options.runnerPath);
     const missing = missingProgram(place.command, cwd, env.PATH ?? '');
     if (missing) return { exited: Promise.resolve({ kind: 'spawn_failed', error: missing }) };
+    const launcher = place.forkSocket ? forkServerFirst(place.forkSocket, options.launcher) : options.launcher;
     const proc = startRunnerProcess(
-      options.launcher,
+      launcher,
       {
         command: place.command,
         cwd,

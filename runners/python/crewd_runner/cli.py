@@ -68,13 +68,14 @@ def run(load, stdin, emitter):
         return failure(error, emitter)
 
 
-def run_over_protocol(load):
-    """One run with the crew's own output turned into `log` events; the result line is written last."""
+def run_over_protocol(load, stdin=None):
+    """One run with the crew's own output turned into `log` events; the result line is written last. The request is
+    read from `stdin` (standard input unless given)."""
     emitter = Emitter(os.dup(1))
     capture = OutputCapture(emitter)
     capture.start()
     try:
-        outcome = run(load, sys.stdin, emitter)
+        outcome = run(load, sys.stdin if stdin is None else stdin, emitter)
     finally:
         capture.stop()
     emitter.emit(outcome.event_type, outcome.data)

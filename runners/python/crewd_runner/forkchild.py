@@ -1,5 +1,6 @@
 """One run in a child the fork server forked: the run's descriptors, environment and folder, then the crew."""
 
+import io
 import os
 import shutil
 import signal
@@ -20,24 +21,6 @@ def die_with_server():
         pass
 
 
-def enter_folder(path, fd):
-    """The run's folder by path when this process sees the very same folder there, else through its descriptor."""
-    if fd is None:
-        if path:
-            os.chdir(path)
-        return
-    try:
-        same = bool(path) and os.path.samestat(os.stat(path), os.fstat(fd))
-    except OSError:
-        same = False
-    if same:
-        os.chdir(path)
-    else:
-        # The folder is not visible to the server (another mount namespace): relative paths work, os.getcwd() fails.
-        os.fchdir(fd)
-    os.close(fd)
-
-
 def run_child(header, fds, tmp, load, inherited):
     """Never returns: the child runs the crew over the protocol and exits with the runner's exit code."""
     code = 1
@@ -49,16 +32,16 @@ def run_child(header, fds, tmp, load, inherited):
             sock.close()
         os.setsid()
         die_with_server()
-        for target_fd, fd in enumerate(fds[:3]):
+        for target_fd, fd in enumerate(fds):
             os.dup2(fd, target_fd)
             os.close(fd)
         os.environ.clear()
         os.environ.update(header.get("env") or {})
         if tmp:
             os.environ["TMPDIR"] = tmp
-        enter_folder(header.get("cwd"), fds[3] if len(fds) > 3 else None)
+        os.chdir(header["cwd"])
         reset_tempdir()
-        code = cli.run_over_protocol(load)
+        code = cli.run_over_protocol(load, io.StringIO(header["stdin"]))
     finally:
         os._exit(code)
 

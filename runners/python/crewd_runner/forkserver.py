@@ -2,18 +2,20 @@
 
 `python -m crewd_runner.forkserver --graph|--crew|--flow TARGET --socket PATH [--idle-exit SECONDS]`, started in the
 project folder. Importing CrewAI or LangChain takes seconds; a forked child starts with everything imported and still
-is a process of its own per run. Socket protocol (Unix stream socket, one run per connection; see
+is a process of its own per run. crewd talks to the socket itself (Unix stream socket, one run per connection; see
 docs/runner-protocol.md):
 
-1. The client sends one JSON line `{"env": {…}, "cwd": "…"}` and, in the same message (SCM_RIGHTS), four file
-   descriptors: the run's standard input, output and error, and its working folder (opened as a directory).
-2. The server forks. The child starts a session of its own (so its process group is its pid), takes the three
-   descriptors as 0, 1 and 2, the `env` as its environment, a private TMPDIR unless `env` names one, and the folder as
-   its working folder (by path when this server sees the same folder there, else through the descriptor), and runs
-   the crew exactly as `python -m crewd_runner` would.
-3. The server answers `{"pid": N}` at once, then `{"exit_code": N}` or `{"signal": N}` when the child ended, and
-   closes the connection. The client may send `{"signal": N}` lines meanwhile (the server may live in another PID
-   namespace, where the client cannot signal); a client that hangs up gets its child's process group killed.
+1. crewd sends one JSON line `{"env": {…}, "cwd": "…", "stdin": "…"}`: the run's environment, its working folder (a
+   path this server sees: the version's built files) and what `python -m crewd_runner` would read on standard input.
+2. The server forks. The child starts a session of its own (so its process group is its pid), takes the connection as
+   its standard output and error, the `env` as its environment, a private TMPDIR unless `env` names one, and the
+   folder as its working folder, and runs the crew exactly as `python -m crewd_runner` would: its protocol lines are
+   what crewd reads from the connection.
+3. crewd may send `{"signal": N}` lines meanwhile (the server may live in another PID namespace, where crewd cannot
+   signal); a connection that hangs up gets its child's process group killed.
+4. When the child ended (and its group with it), the server sends a NUL byte, then `{"exit_code": N}` or
+   `{"signal": N}` and a newline, and closes the connection. A request it cannot take gets a NUL byte and
+   `{"error": "…"}`. The runner's lines are JSON, which never holds a raw NUL, so the byte marks the server's words.
 
 The server stops listening on SIGTERM, or when its socket file is removed, and exits once its children ended.
 """
@@ -31,7 +33,8 @@ import tempfile
 from . import cli
 from .forkchild import run_child, remove_private_tmp
 
-HEADER_LIMIT = 1 << 20
+# The header carries the run's input, thread values and checkpoint.
+HEADER_LIMIT = 256 << 20
 # How often a server checks that its socket file is still there: crewd removes it to retire the server.
 SOCKET_CHECK_SECONDS = 2.0
 SIGNALS_FROM_CLIENTS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL}
@@ -64,7 +67,7 @@ def preload(args, cwd):
 
 
 class Child:
-    """A run's child as the server knows it: its client connection, what the client sent, its private TMPDIR."""
+    """A run's child as the server knows it: its connection, what crewd sent on it, its private TMPDIR."""
 
     def __init__(self, connection, tmp):
         self.connection = connection
@@ -127,12 +130,14 @@ class ForkServer:
     def _accept(self):
         connection, _ = self._listener.accept()
         try:
-            header, fds = receive_request(connection)
+            header, rest = receive_request(connection)
         except (OSError, ValueError) as error:
-            send_line(connection, {"error": str(error)})
+            send_final(connection, {"error": str(error)})
             connection.close()
             return
-        tmp = None if (header.get("env") or {}).get("TMPDIR") else private_tmp()
+        tmp = None if header["env"].get("TMPDIR") else private_tmp()
+        # The child's standard input, output and error: the request is in the header, its output goes to crewd.
+        fds = [os.open(os.devnull, os.O_RDONLY), os.dup(connection.fileno()), os.dup(connection.fileno())]
         pid = os.fork()
         if pid == 0:
             others = [child.connection for child in self._children.values()]
@@ -142,7 +147,8 @@ class ForkServer:
             os.close(fd)
         self._children[pid] = Child(connection, tmp)
         self._selector.register(connection, selectors.EVENT_READ, pid)
-        send_line(connection, {"pid": pid})
+        if rest:
+            self._received(pid, rest)
 
     def _reap(self):
         while self._children:
@@ -158,7 +164,7 @@ class ForkServer:
             # Whatever the run left in its group goes with it, as it would with a run's own process group.
             kill_group(pid, signal.SIGKILL)
             self._selector.unregister(child.connection)
-            send_line(child.connection, exit_message(status))
+            send_final(child.connection, exit_message(status))
             child.connection.close()
             remove_private_tmp(child.tmp)
 
@@ -171,6 +177,10 @@ class ForkServer:
             # The client is gone (killed): no run may outlive it.
             kill_group(pid, signal.SIGKILL)
             return
+        self._received(pid, data)
+
+    def _received(self, pid, data):
+        child = self._children[pid]
         child.pending += data
         *lines, child.pending = child.pending.split(b"\n")
         for line in lines:
@@ -206,17 +216,24 @@ def file_id(path):
 
 
 def receive_request(connection):
-    data, fds, _, _ = socket.recv_fds(connection, HEADER_LIMIT, 4)
-    while not data.endswith(b"\n"):
-        more = connection.recv(HEADER_LIMIT)
+    """The header line (`env`, names to strings; `cwd` and `stdin`, strings) and what came after it."""
+    chunks, size = [], 0
+    while not chunks or b"\n" not in chunks[-1]:
+        more = connection.recv(1 << 20)
         if not more:
             raise ValueError("the request header ended early")
-        data += more
-    if len(fds) not in (3, 4):
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("a run needs three file descriptors (stdin, stdout, stderr) and its folder's")
-    return json.loads(data), fds
+        chunks.append(more)
+        size += len(more)
+        if size > HEADER_LIMIT:
+            raise ValueError(f"the request header is longer than {HEADER_LIMIT} bytes")
+    line, _, rest = b"".join(chunks).partition(b"\n")
+    header = json.loads(line)
+    env = header.get("env") if isinstance(header, dict) else None
+    if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
+        raise ValueError('the request needs "env", an object of strings')
+    if not isinstance(header.get("cwd"), str) or not isinstance(header.get("stdin"), str):
+        raise ValueError('the request needs "cwd" and "stdin", strings')
+    return header, rest
 
 
 def exit_message(status):
@@ -225,9 +242,10 @@ def exit_message(status):
     return {"exit_code": os.WEXITSTATUS(status)}
 
 
-def send_line(connection, message):
+def send_final(connection, message):
+    """The server's last words on a connection, after everything the child wrote: NUL, then a JSON line."""
     try:
-        connection.sendall(json.dumps(message).encode() + b"\n")
+        connection.sendall(b"\0" + json.dumps(message).encode() + b"\n")
     except OSError:
         pass
 

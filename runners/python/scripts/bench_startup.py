@@ -1,5 +1,6 @@
 """What a Python run costs to start, at the runner level: a process per run (`python -m crewd_runner`) against the
-fork server (`crewd_runner.forkclient` to a warm `crewd_runner.forkserver`), against a warm in-process call.
+fork server (a run asked of a warm `crewd_runner.forkserver` on its socket, as crewd asks), against a warm in-process
+call.
 
 Run with the test environment: `$(runners/python/scripts/test-env.sh) runners/python/scripts/bench_startup.py`.
 Prints `figure: <name> = <value> <unit> (goal …)` lines. The issue's goals are measured through the API (POST → complete);
@@ -9,6 +10,7 @@ these are the runner's share of them.
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +45,20 @@ def run_process(argv, run_input):
         raise RuntimeError(f"run did not complete: {done.stdout[-500:]} {done.stderr[-500:]}")
 
 
+def run_forked(socket_path, run_input):
+    request = json.dumps({"run_id": "run_bench", "input": run_input, "thread": None, "command": None})
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(socket_path)
+    sock.sendall(json.dumps({"env": runner_env(), "cwd": str(PROJECTS), "stdin": request}).encode() + b"\n")
+    received = b""
+    while data := sock.recv(65536):
+        received += data
+    sock.close()
+    output = received.partition(b"\0")[0].decode()
+    if '"run.completed"' not in output.splitlines()[-1]:
+        raise RuntimeError(f"run did not complete: {received[-500:]}")
+
+
 def cold_ms(kind, target, run_input):
     argv = [sys.executable, "-m", "crewd_runner", f"--{kind}", target]
     return median_ms(lambda: run_process(argv, run_input))
@@ -59,9 +75,8 @@ def forked_ms(kind, target, run_input):
         try:
             while not os.path.exists(socket_path):
                 time.sleep(0.05)
-            argv = [sys.executable, "-m", "crewd_runner.forkclient", "--socket", socket_path, f"--{kind}", target]
-            run_process(argv, run_input)  # the first child after start-up is not the steady state
-            return median_ms(lambda: run_process(argv, run_input))
+            run_forked(socket_path, run_input)  # the first child after start-up is not the steady state
+            return median_ms(lambda: run_forked(socket_path, run_input))
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(10)

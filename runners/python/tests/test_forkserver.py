@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import PROJECTS, RUNNER_ROOT, RunnerResult, request, runner_env
+from conftest import PROJECTS, RunnerResult, request, runner_env
 
 
 def start_server(kind, target, socket_path):
@@ -48,32 +48,40 @@ def graph_server(socket_path):
     server.wait(10)
 
 
-# As crewd starts it: a script, isolated, without site.
-CLIENT = [sys.executable, "-I", "-S", str(RUNNER_ROOT / "crewd_runner" / "forkclient.py")]
+class Connection:
+    """One run as crewd asks the server for it: the header line, then the child's output and the server's last words."""
+
+    def __init__(self, socket_path, cwd, run_request, env=None):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(socket_path))
+        header = {"env": runner_env(env), "cwd": str(cwd), "stdin": json.dumps(run_request)}
+        self.sock.sendall(json.dumps(header).encode() + b"\n")
+
+    def signal(self, signum):
+        self.sock.sendall(json.dumps({"signal": signum}).encode() + b"\n")
+
+    def finish(self):
+        """(what the child wrote, the server's final message)."""
+        self.sock.settimeout(120)
+        received = b""
+        while data := self.sock.recv(65536):
+            received += data
+        self.sock.close()
+        output, nul, final = received.partition(b"\0")
+        assert nul, f"the server never sent its final message: {received!r}"
+        return output.decode(), json.loads(final)
 
 
-def client(socket_path, kind, target, cwd, env=None):
-    return subprocess.Popen(
-        [*CLIENT, "--socket", str(socket_path), f"--{kind}", target],
-        cwd=cwd,
-        env=runner_env(env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def run_client(socket_path, kind, target, cwd, run_request, env=None):
-    process = client(socket_path, kind, target, cwd, env)
-    stdout, stderr = process.communicate(json.dumps(run_request), timeout=120)
-    return RunnerResult(subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr))
+def run_forked(socket_path, cwd, run_request, env=None):
+    output, final = Connection(socket_path, cwd, run_request, env).finish()
+    code = final.get("exit_code", -final.get("signal", 0))
+    return RunnerResult(subprocess.CompletedProcess([], code, output, json.dumps(final)))
 
 
 def test_each_run_is_a_forked_child_with_the_run_environment_and_folder(graph_server, tmp_path):
     tmps = []
     for run_id in ("run_1", "run_2"):
-        result = run_client(graph_server, "graph", "env_graph.py:graph", tmp_path, request(), {"CREWD_RUN_ID": run_id})
+        result = run_forked(graph_server, tmp_path, request(), {"CREWD_RUN_ID": run_id})
 
         assert result.returncode == 0, result.stderr
         output = result.last["data"]["output"]
@@ -86,35 +94,25 @@ def test_each_run_is_a_forked_child_with_the_run_environment_and_folder(graph_se
 
 
 def test_a_tmpdir_of_the_run_environment_is_kept(graph_server, tmp_path):
-    result = run_client(graph_server, "graph", "env_graph.py:graph", tmp_path, request(), {"TMPDIR": str(tmp_path)})
+    result = run_forked(graph_server, tmp_path, request(), {"TMPDIR": str(tmp_path)})
 
     assert result.last["data"]["output"]["tmp"] == str(tmp_path)
 
 
-def send_raw_request(socket_path, header, fds):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(socket_path))
-    socket.send_fds(sock, [json.dumps(header).encode() + b"\n"], fds)
-    return sock.makefile("rb")
+def test_a_relative_path_is_written_in_the_run_folder(graph_server, tmp_path):
+    result = run_forked(graph_server, tmp_path, request({"mark": True}))
 
-
-def test_a_folder_the_server_cannot_see_by_its_path_is_entered_through_its_descriptor(graph_server, tmp_path):
-    stdin_read, stdin_write = os.pipe()
-    stdout_read, stdout_write = os.pipe()
-    os.write(stdin_write, json.dumps(request({"mark": True})).encode())
-    os.close(stdin_write)
-    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    header = {"env": runner_env(), "cwd": str(tmp_path / "not-there")}
-
-    answers = send_raw_request(graph_server, header, [stdin_read, stdout_write, 2, folder])
-    for fd in (stdin_read, stdout_write, folder):
-        os.close(fd)
-
-    assert "pid" in json.loads(answers.readline())
-    assert json.loads(answers.readline()) == {"exit_code": 0}
-    with os.fdopen(stdout_read) as stdout:
-        assert json.loads(stdout.read().splitlines()[-1])["type"] == "run.completed"
+    assert result.last["type"] == "run.completed"
     assert (tmp_path / "here.txt").exists()
+
+
+def test_a_request_without_its_fields_is_refused_with_the_reason(graph_server):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(graph_server))
+    sock.sendall(b'{"env": {}}\n')
+
+    assert sock.makefile("rb").read() == b'\0{"error": "the request needs \\"cwd\\" and \\"stdin\\", strings"}\n'
+    sock.close()
 
 
 def test_removing_its_socket_ends_an_idle_server(socket_path):
@@ -124,13 +122,6 @@ def test_removing_its_socket_ends_an_idle_server(socket_path):
         assert server.wait(20) == 0
     finally:
         server.kill()
-
-
-def test_without_a_server_the_client_runs_the_crew_itself(socket_path, tmp_path):
-    result = run_client(socket_path, "graph", "env_graph.py:graph", PROJECTS, request(), {"CREWD_RUN_ID": "run_cold"})
-
-    assert result.returncode == 0, result.stderr
-    assert result.last["data"]["output"]["run_id"] == "run_cold"
 
 
 def wait_for_pid(path):
@@ -157,26 +148,21 @@ def wait_gone(pid):
     return not is_alive(pid)
 
 
-def test_sigterm_to_the_client_stops_the_child_and_the_client_ends_by_that_signal(graph_server, tmp_path):
-    process = client(graph_server, "graph", "env_graph.py:graph", tmp_path)
-    process.stdin.write(json.dumps(request({"sleep": 60})))
-    process.stdin.close()
+def test_a_signal_line_stops_the_child_and_the_server_reports_that_signal(graph_server, tmp_path):
+    connection = Connection(graph_server, tmp_path, request({"sleep": 60}))
     child = wait_for_pid(tmp_path / "child.pid")
 
-    process.send_signal(signal.SIGTERM)
+    connection.signal(signal.SIGTERM)
 
-    assert process.wait(20) == -signal.SIGTERM
+    assert connection.finish()[1] == {"signal": signal.SIGTERM}
     assert wait_gone(child)
 
 
-def test_a_client_killed_outright_takes_its_child_with_it(graph_server, tmp_path):
-    process = client(graph_server, "graph", "env_graph.py:graph", tmp_path)
-    process.stdin.write(json.dumps(request({"sleep": 60})))
-    process.stdin.close()
+def test_a_connection_that_hangs_up_takes_its_child_with_it(graph_server, tmp_path):
+    connection = Connection(graph_server, tmp_path, request({"sleep": 60}))
     child = wait_for_pid(tmp_path / "child.pid")
 
-    process.kill()
-    process.wait(20)
+    connection.sock.close()
 
     assert wait_gone(child)
 
@@ -185,7 +171,7 @@ def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
     server = start_server("crew", "crews:echo_crew", socket_path)
     try:
         results = [
-            run_client(socket_path, "crew", "crews:echo_crew", PROJECTS, request({"topic": "bees"})) for _ in range(2)
+            run_forked(socket_path, PROJECTS, request({"topic": "bees"})) for _ in range(2)
         ]
     finally:
         server.terminate()
@@ -195,10 +181,3 @@ def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
         assert result.returncode == 0, result.stderr
         assert result.of_type("task.started") == [{"task": "write", "agent": "Writer"}]
         assert result.last["data"]["output"]["raw"] == "one line"
-
-
-def test_the_client_refuses_arguments_it_does_not_know(socket_path):
-    done = subprocess.run([*CLIENT, "--socket", str(socket_path), "--graph"], capture_output=True, text=True)
-
-    assert done.returncode == 2
-    assert done.stderr.startswith("usage:")

@@ -1,0 +1,110 @@
+import net from 'node:net';
+import { constants } from 'node:os';
+import { PassThrough, Readable } from 'node:stream';
+import type { ExitStatus, LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
+
+/** The byte before the server's last words: the runner's JSON lines never hold a raw NUL. */
+const NUL = 0;
+
+/**
+ * The run's exit from the server's last line: `{"exit_code": N}`, `{"signal": N}`, or `{"error": "…"}` (the server
+ * could not take the run: its reason is written where the run's output goes, and the run exits with 1).
+ */
+function exitStatus(line: string, output: PassThrough): ExitStatus | null {
+  let final: { exit_code?: unknown; signal?: unknown; error?: unknown };
+  try {
+    final = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (typeof final.exit_code === 'number') return { code: final.exit_code, signal: null };
+  if (typeof final.error === 'string') {
+    output.write(`the fork server refused the run: ${final.error}\n`);
+    return { code: 1, signal: null };
+  }
+  if (typeof final.signal !== 'number') return null;
+  const name = Object.entries(constants.signals).find(([, number]) => number === final.signal)?.[0];
+  return { code: null, signal: (name ?? null) as NodeJS.Signals | null };
+}
+
+/** Splits what the connection carries into the child's output and the server's final line. */
+function splitOutput(socket: net.Socket, stdout: PassThrough, ended: (final: string | null) => void): void {
+  let final: Buffer[] | null = null;
+  socket.on('data', (chunk: Buffer) => {
+    if (final) {
+      final.push(chunk);
+      return;
+    }
+    const at = chunk.indexOf(NUL);
+    if (at < 0) {
+      stdout.write(chunk);
+      return;
+    }
+    if (at > 0) stdout.write(chunk.subarray(0, at));
+    final = [chunk.subarray(at + 1)];
+  });
+  socket.once('close', () => {
+    ended(final ? Buffer.concat(final).toString('utf8').trim() : null);
+    stdout.end();
+  });
+}
+
+/**
+ * A run in a child of its version's fork server (runners/python/crewd_runner/forkserver.py): one
+ * connection carries the request, the child's output and, after a NUL byte, its exit; stop
+ * signals go to the server as lines. Resolves null when no server listens on `socketPath`.
+ */
+export function launchInForkServer(socketPath: string, request: LaunchRequest): Promise<LaunchedProcess | null> {
+  return new Promise((resolveLaunch) => {
+    const socket = net.createConnection(socketPath);
+    socket.once('error', () => resolveLaunch(null));
+    socket.once('connect', () => {
+      socket.removeAllListeners('error');
+      socket.on('error', () => socket.destroy());
+      const stdout = new PassThrough();
+      let resolveExit: (status: ExitStatus | null) => void = () => {};
+      const exit = new Promise<ExitStatus | null>((resolve) => {
+        resolveExit = resolve;
+      });
+      splitOutput(socket, stdout, (final) => resolveExit(final === null ? null : exitStatus(final, stdout)));
+      socket.write(`${JSON.stringify({ env: request.env, cwd: request.cwd, stdin: request.stdin ?? '' })}\n`);
+
+      const signal = (number: number) => {
+        if (!socket.destroyed) socket.write(`{"signal": ${number}}\n`);
+      };
+      let ending: Promise<void> | null = null;
+      const endGroup = (graceMs: number): Promise<void> => {
+        ending ??= (async () => {
+          signal(constants.signals.SIGTERM);
+          const killer = setTimeout(() => signal(constants.signals.SIGKILL), graceMs);
+          await exit;
+          clearTimeout(killer);
+        })();
+        return ending;
+      };
+      resolveLaunch({
+        // The child's pid is the server's to know (it may live in another PID namespace).
+        pid: 0,
+        stdout,
+        // The child's standard error shares the connection with its output.
+        stderr: Readable.from([]),
+        sendStdin: () => {
+          throw new Error('a run in a fork server gets its standard input with its request');
+        },
+        exit,
+        endGroup,
+      });
+    });
+  });
+}
+
+/** Runs go to the fork server listening on `socketPath`; where none listens, `cold` starts them as ever. */
+export function forkServerFirst(socketPath: string, cold: ProcessLauncher): ProcessLauncher {
+  return {
+    start: () => cold.start(),
+    stop: () => cold.stop(),
+    async launch(request) {
+      return (await launchInForkServer(socketPath, request)) ?? cold.launch(request);
+    },
+  };
+}
