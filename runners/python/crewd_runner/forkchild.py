@@ -1,9 +1,11 @@
 """One run in a child the fork server forked: the run's descriptors, environment and folder, then the crew."""
 
 import io
+import json
 import os
 import shutil
 import signal
+import socket
 import tempfile
 
 from . import cli
@@ -21,27 +23,60 @@ def die_with_server():
         pass
 
 
+def become_child(inherited):
+    """What every child does first: the server's signal handling undone, its sockets closed, a session of its own."""
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGCHLD, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    for sock in inherited:
+        sock.close()
+    os.setsid()
+    die_with_server()
+
+
+def run_request(header, fds, tmp, load):
+    """The run: its descriptors as 0, 1 and 2, its environment and folder, then the crew; the runner's exit code."""
+    for target_fd, fd in enumerate(fds):
+        os.dup2(fd, target_fd)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(header.get("env") or {})
+    if tmp:
+        os.environ["TMPDIR"] = tmp
+    os.chdir(header["cwd"])
+    reset_tempdir()
+    return cli.run_over_protocol(load, io.StringIO(header["stdin"]))
+
+
 def run_child(header, fds, tmp, load, inherited):
     """Never returns: the child runs the crew over the protocol and exits with the runner's exit code."""
     code = 1
     try:
-        signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_DFL)
-        for sock in inherited:
-            sock.close()
-        os.setsid()
-        die_with_server()
-        for target_fd, fd in enumerate(fds):
-            os.dup2(fd, target_fd)
-            os.close(fd)
-        os.environ.clear()
-        os.environ.update(header.get("env") or {})
-        if tmp:
-            os.environ["TMPDIR"] = tmp
-        os.chdir(header["cwd"])
-        reset_tempdir()
-        code = cli.run_over_protocol(load, io.StringIO(header["stdin"]))
+        become_child(inherited)
+        code = run_request(header, fds, tmp, load)
+    finally:
+        os._exit(code)
+
+
+def wait_as_spare(control, load, inherited):
+    """Never returns: a child forked ahead of its run, which waits on `control` for the run's connection (with
+    SCM_RIGHTS) and, after it, `{"tmp": …}` and the request's header line; the server closing `control` without
+    sending one retires it."""
+    code = 1
+    try:
+        become_child(inherited)
+        data, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
+        if not fds:
+            code = 0
+            return
+        chunks = [data]
+        while more := control.recv(1 << 20):
+            chunks.append(more)
+        control.close()
+        first, _, line = b"".join(chunks).partition(b"\n")
+        connection = fds[0]
+        descriptors = [os.open(os.devnull, os.O_RDONLY), connection, os.dup(connection)]
+        code = run_request(json.loads(line), descriptors, json.loads(first)["tmp"], load)
     finally:
         os._exit(code)
 

@@ -17,6 +17,10 @@ docs/runner-protocol.md):
    `{"signal": N}` and a newline, and closes the connection. A request it cannot take gets a NUL byte and
    `{"error": "…"}`. The runner's lines are JSON, which never holds a raw NUL, so the byte marks the server's words.
 
+The child for the next run is forked ahead (when the server starts listening, and after each run's child ended): it
+waits for its run's connection, which the server passes it over a socket pair (SCM_RIGHTS), so the fork is off the
+run's path. Runs that come while none waits are forked then.
+
 The server stops listening on SIGTERM, or when its socket file is removed, and exits once its children ended.
 """
 
@@ -31,7 +35,7 @@ import sys
 import tempfile
 
 from . import cli
-from .forkchild import run_child, remove_private_tmp
+from .forkchild import remove_private_tmp, run_child, wait_as_spare
 
 # The header carries the run's input, thread values and checkpoint.
 HEADER_LIMIT = 256 << 20
@@ -84,6 +88,7 @@ class ForkServer:
         self._idle_seconds = idle_seconds
         self._selector = selectors.DefaultSelector()
         self._children = {}  # pid -> Child
+        self._spare = None  # (pid, control socket) of the child forked ahead of the next run
         self._draining = False
         self._stop_asked = False
         self._wake_read, self._wake_write = socket.socketpair()
@@ -97,6 +102,7 @@ class ForkServer:
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "_stop_asked", True))
         self._selector.register(self._listener, selectors.EVENT_READ, "accept")
         self._selector.register(self._wake_read, selectors.EVENT_READ, "wake")
+        self.make_spare()
         idle_for = 0.0
         while not (self._draining and not self._children):
             tick = max(0.05, min(self._idle_seconds, SOCKET_CHECK_SECONDS))
@@ -112,6 +118,7 @@ class ForkServer:
         if self._draining:
             return
         self._draining = True
+        self.retire_spare()
         self._selector.unregister(self._listener)
         self._listener.close()
         if file_id(self._socket_path) == self._socket_id:
@@ -130,28 +137,69 @@ class ForkServer:
     def _accept(self):
         connection, _ = self._listener.accept()
         try:
-            header, rest = receive_request(connection)
+            header, line, rest = receive_request(connection)
         except (OSError, ValueError) as error:
             send_final(connection, {"error": str(error)})
             connection.close()
             return
         tmp = None if header["env"].get("TMPDIR") else private_tmp()
-        # The child's standard input, output and error: the request is in the header, its output goes to crewd.
-        fds = [os.open(os.devnull, os.O_RDONLY), os.dup(connection.fileno()), os.dup(connection.fileno())]
-        pid = os.fork()
-        if pid == 0:
-            others = [child.connection for child in self._children.values()]
-            inherited = [self._selector, self._listener, connection, self._wake_read, self._wake_write, *others]
-            run_child(header, fds, tmp, self._load, inherited)
-        for fd in fds:
-            os.close(fd)
+        pid = self._hand_to_spare(connection, line, tmp) or self._fork_for(connection, header, tmp)
         self._children[pid] = Child(connection, tmp)
         self._selector.register(connection, selectors.EVENT_READ, pid)
         if rest:
             self._received(pid, rest)
 
+    def _fork_for(self, connection, header, tmp):
+        # The child's standard input, output and error: the request is in the header, its output goes to crewd.
+        fds = [os.open(os.devnull, os.O_RDONLY), os.dup(connection.fileno()), os.dup(connection.fileno())]
+        pid = os.fork()
+        if pid == 0:
+            run_child(header, fds, tmp, self._load, [connection, *self._sockets()])
+        for fd in fds:
+            os.close(fd)
+        return pid
+
+    def _sockets(self):
+        """What a child must not keep: the server's own sockets and the other runs' connections."""
+        spare = [self._spare[1]] if self._spare else []
+        others = [child.connection for child in self._children.values()]
+        return [self._selector, self._listener, self._wake_read, self._wake_write, *spare, *others]
+
+    def make_spare(self):
+        """Forks the next run's child ahead, off the run's path: a fork of a large process takes milliseconds."""
+        if self._spare or self._draining:
+            return
+        control, child_end = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            wait_as_spare(child_end, self._load, self._sockets())
+        child_end.close()
+        self._spare = (pid, control)
+
+    def _hand_to_spare(self, connection, line, tmp):
+        """The spare's pid once it took the run, or None (no spare, or it died)."""
+        if not self._spare:
+            return None
+        pid, control = self._spare
+        self._spare = None
+        try:
+            socket.send_fds(control, [json.dumps({"tmp": tmp}).encode() + b"\n"], [connection.fileno()])
+            control.sendall(line)
+        except OSError:
+            kill_group(pid, signal.SIGKILL)
+            return None
+        finally:
+            control.close()
+        return pid
+
+    def retire_spare(self):
+        if self._spare:
+            self._spare[1].close()
+            self._spare = None
+
     def _reap(self):
-        while self._children:
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -160,6 +208,8 @@ class ForkServer:
                 return
             child = self._children.pop(pid, None)
             if child is None:
+                if self._spare and self._spare[0] == pid:
+                    self._spare = None
                 continue
             # Whatever the run left in its group goes with it, as it would with a run's own process group.
             kill_group(pid, signal.SIGKILL)
@@ -167,6 +217,7 @@ class ForkServer:
             send_final(child.connection, exit_message(status))
             child.connection.close()
             remove_private_tmp(child.tmp)
+            self.make_spare()
 
     def _from_client(self, pid):
         child = self._children.get(pid)
@@ -216,7 +267,7 @@ def file_id(path):
 
 
 def receive_request(connection):
-    """The header line (`env`, names to strings; `cwd` and `stdin`, strings) and what came after it."""
+    """The header (`env`, names to strings; `cwd` and `stdin`, strings), its line, and what came after it."""
     chunks, size = [], 0
     while not chunks or b"\n" not in chunks[-1]:
         more = connection.recv(1 << 20)
@@ -233,7 +284,7 @@ def receive_request(connection):
         raise ValueError('the request needs "env", an object of strings')
     if not isinstance(header.get("cwd"), str) or not isinstance(header.get("stdin"), str):
         raise ValueError('the request needs "cwd" and "stdin", strings')
-    return header, rest
+    return header, line, rest
 
 
 def exit_message(status):

@@ -181,3 +181,59 @@ def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
         assert result.returncode == 0, result.stderr
         assert result.of_type("task.started") == [{"task": "write", "agent": "Writer"}]
         assert result.last["data"]["output"]["raw"] == "one line"
+
+
+def server_children(server):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{server.pid}/task/{server.pid}/children") as children:
+            pids = [int(pid) for pid in children.read().split()]
+        if pids:
+            return pids
+        time.sleep(0.02)
+    return []
+
+
+def test_the_child_forked_ahead_takes_the_next_run_and_the_run_after_gets_the_next_one(socket_path, tmp_path):
+    server = start_server("graph", "env_graph.py:graph", socket_path)
+    try:
+        [spare] = server_children(server)
+        result = run_forked(socket_path, tmp_path, request({"sleep": 0.01}))
+        assert result.last["type"] == "run.completed"
+        assert int((tmp_path / "child.pid").read_text()) == spare
+
+        [next_spare] = server_children(server)
+        assert next_spare != spare
+        run_forked(socket_path, tmp_path, request({"sleep": 0.01}))
+        assert int((tmp_path / "child.pid").read_text()) == next_spare
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_a_run_whose_spare_died_is_forked_as_before(socket_path, tmp_path):
+    server = start_server("graph", "env_graph.py:graph", socket_path)
+    try:
+        [spare] = server_children(server)
+        os.kill(spare, signal.SIGKILL)
+        assert wait_gone(spare)
+
+        result = run_forked(socket_path, tmp_path, request({"sleep": 0.01}))
+
+        assert result.last["type"] == "run.completed"
+        assert int((tmp_path / "child.pid").read_text()) != spare
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_runs_asked_at_once_all_run_spare_or_not(graph_server, tmp_path):
+    folders = [tmp_path / str(index) for index in range(3)]
+    for folder in folders:
+        folder.mkdir()
+    connections = [Connection(graph_server, folder, request({"sleep": 0.2})) for folder in folders]
+
+    finals = [connection.finish()[1] for connection in connections]
+
+    assert finals == [{"exit_code": 0}] * 3
+    assert len({(folder / "child.pid").read_text() for folder in folders}) == 3
