@@ -8,7 +8,7 @@ import signal
 import socket
 import tempfile
 
-from . import cli
+from . import cli, hot_pages
 
 PR_SET_PDEATHSIG = 1
 
@@ -58,13 +58,15 @@ def run_child(header, fds, tmp, load, inherited):
         os._exit(code)
 
 
-def wait_as_spare(control, load, inherited):
-    """Never returns: a child forked ahead of its run, which waits on `control` for the run's connection (with
-    SCM_RIGHTS) and, after it, `{"tmp": …}` and the request's header line; the server closing `control` without
-    sending one retires it."""
+def wait_as_spare(control, load, inherited, hot_ranges, regions):
+    """Never returns: a child forked ahead of its run. It copies the pages runs write (hot_pages) while it waits on
+    `control` for the run's connection (with SCM_RIGHTS) and, after it, `{"tmp": …, "learn": …}` and the request's
+    header line; the server closing `control` without sending one retires it. Asked to learn, it sends back the pages
+    its run wrote before it exits."""
     code = 1
     try:
         become_child(inherited)
+        hot_pages.populate(hot_ranges)
         data, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
         if not fds:
             code = 0
@@ -72,13 +74,24 @@ def wait_as_spare(control, load, inherited):
         chunks = [data]
         while more := control.recv(1 << 20):
             chunks.append(more)
-        control.close()
         first, _, line = b"".join(chunks).partition(b"\n")
+        handover = json.loads(first)
         connection = fds[0]
         descriptors = [os.open(os.devnull, os.O_RDONLY), connection, os.dup(connection)]
-        code = run_request(json.loads(line), descriptors, json.loads(first)["tmp"], load)
+        code = run_request(json.loads(line), descriptors, handover["tmp"], load)
+        if handover.get("learn"):
+            send_learned(control, regions)
     finally:
         os._exit(code)
+
+
+def send_learned(control, regions):
+    """The pages this run wrote, for the next spares; never waits on the server (it reads them once this child ended)."""
+    control.setblocking(False)
+    try:
+        control.sendall(hot_pages.encode(hot_pages.held_ranges(regions)))
+    except OSError:
+        pass
 
 
 def reset_tempdir():

@@ -34,7 +34,7 @@ import socket
 import sys
 import tempfile
 
-from . import cli
+from . import cli, hot_pages
 from .forkchild import remove_private_tmp, run_child, wait_as_spare
 
 # The header carries the run's input, thread values and checkpoint.
@@ -42,6 +42,8 @@ HEADER_LIMIT = 256 << 20
 # How often a server checks that its socket file is still there: crewd removes it to retire the server.
 SOCKET_CHECK_SECONDS = 2.0
 SIGNALS_FROM_CLIENTS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL}
+# Which runs report the pages they wrote (hot_pages): the first a spare takes, then one in this many.
+LEARN_EVERY = 32
 
 
 def parse_args(argv):
@@ -71,11 +73,13 @@ def preload(args, cwd):
 
 
 class Child:
-    """A run's child as the server knows it: its connection, what crewd sent on it, its private TMPDIR."""
+    """A run's child as the server knows it: its connection, what crewd sent on it, its private TMPDIR, and for a
+    spare the socket it may report its written pages on."""
 
-    def __init__(self, connection, tmp):
+    def __init__(self, connection, tmp, control=None):
         self.connection = connection
         self.tmp = tmp
+        self.control = control
         self.pending = b""
 
 
@@ -89,6 +93,9 @@ class ForkServer:
         self._selector = selectors.DefaultSelector()
         self._children = {}  # pid -> Child
         self._spare = None  # (pid, control socket) of the child forked ahead of the next run
+        self._regions = hot_pages.writable_regions()
+        self._hot_ranges = []  # what the last learning run wrote, copied by each spare ahead of its run
+        self._spares_taken = 0
         self._draining = False
         self._stop_asked = False
         self._wake_read, self._wake_write = socket.socketpair()
@@ -143,8 +150,9 @@ class ForkServer:
             connection.close()
             return
         tmp = None if header["env"].get("TMPDIR") else private_tmp()
-        pid = self._hand_to_spare(connection, line, tmp) or self._fork_for(connection, header, tmp)
-        self._children[pid] = Child(connection, tmp)
+        spare = self._hand_to_spare(connection, line, tmp)
+        pid = spare[0] if spare else self._fork_for(connection, header, tmp)
+        self._children[pid] = Child(connection, tmp, spare[1] if spare else None)
         self._selector.register(connection, selectors.EVENT_READ, pid)
         if rest:
             self._received(pid, rest)
@@ -162,7 +170,7 @@ class ForkServer:
     def _sockets(self):
         """What a child must not keep: the server's own sockets and the other runs' connections."""
         spare = [self._spare[1]] if self._spare else []
-        others = [child.connection for child in self._children.values()]
+        others = [sock for child in self._children.values() for sock in (child.connection, child.control) if sock]
         return [self._selector, self._listener, self._wake_read, self._wake_write, *spare, *others]
 
     def make_spare(self):
@@ -173,25 +181,27 @@ class ForkServer:
         pid = os.fork()
         if pid == 0:
             control.close()
-            wait_as_spare(child_end, self._load, self._sockets())
+            wait_as_spare(child_end, self._load, self._sockets(), self._hot_ranges, self._regions)
         child_end.close()
         self._spare = (pid, control)
 
     def _hand_to_spare(self, connection, line, tmp):
-        """The spare's pid once it took the run, or None (no spare, or it died)."""
+        """(pid, control socket) of the spare once it took the run, or None (no spare, or it died)."""
         if not self._spare:
             return None
         pid, control = self._spare
         self._spare = None
+        handover = {"tmp": tmp, "learn": self._spares_taken % LEARN_EVERY == 0}
         try:
-            socket.send_fds(control, [json.dumps({"tmp": tmp}).encode() + b"\n"], [connection.fileno()])
+            socket.send_fds(control, [json.dumps(handover).encode() + b"\n"], [connection.fileno()])
             control.sendall(line)
+            control.shutdown(socket.SHUT_WR)
         except OSError:
+            control.close()
             kill_group(pid, signal.SIGKILL)
             return None
-        finally:
-            control.close()
-        return pid
+        self._spares_taken += 1
+        return pid, control
 
     def retire_spare(self):
         if self._spare:
@@ -216,8 +226,24 @@ class ForkServer:
             self._selector.unregister(child.connection)
             send_final(child.connection, exit_message(status))
             child.connection.close()
+            self._learn_from(child)
             remove_private_tmp(child.tmp)
             self.make_spare()
+
+    def _learn_from(self, child):
+        """Keeps the pages a learning run reported (it wrote them before it ended), within the server's own memory."""
+        if child.control is None:
+            return
+        child.control.setblocking(False)
+        chunks = []
+        try:
+            while data := child.control.recv(1 << 17):
+                chunks.append(data)
+        except OSError:
+            pass
+        child.control.close()
+        if chunks:
+            self._hot_ranges = hot_pages.within(hot_pages.decode(b"".join(chunks)), self._regions)
 
     def _from_client(self, pid):
         child = self._children.get(pid)

@@ -237,3 +237,28 @@ def test_runs_asked_at_once_all_run_spare_or_not(graph_server, tmp_path):
 
     assert finals == [{"exit_code": 0}] * 3
     assert len({(folder / "child.pid").read_text() for folder in folders}) == 3
+
+
+def private_dirty_kb(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        for line in rollup:
+            if line.startswith("Private_Dirty:"):
+                return int(line.split()[1])
+    raise AssertionError("no Private_Dirty in smaps_rollup")
+
+
+def test_spares_after_a_run_copy_the_pages_that_run_wrote_ahead_of_their_own(socket_path, tmp_path):
+    server = start_server("crew", "crews:echo_crew", socket_path)
+    try:
+        [first_spare] = server_children(server)
+        time.sleep(0.2)
+        before = private_dirty_kb(first_spare)
+        assert run_forked(socket_path, tmp_path, request({"topic": "bees"})).last["type"] == "run.completed"
+
+        [next_spare] = server_children(server)
+        time.sleep(0.5)  # it copies them while it waits
+        assert private_dirty_kb(next_spare) > before + 1024
+        assert run_forked(socket_path, tmp_path, request({"topic": "bees"})).last["type"] == "run.completed"
+    finally:
+        server.terminate()
+        server.wait(10)

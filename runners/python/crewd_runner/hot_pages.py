@@ -1,0 +1,116 @@
+"""The pages a run writes, learned from one child and copied ahead by the next.
+
+A forked child shares the server's memory until it writes to it: then the kernel copies each page on its first write.
+Python writes to every object it touches (reference counts), so a crew's first run in a child pays thousands of such
+copies, about as much as the crew's own work. A child that ran reads back which of the server's pages it now holds a
+copy of (/proc/self/pagemap: present and exclusively mapped); the next child, forked ahead of its run, copies those
+pages while it waits (madvise MADV_POPULATE_WRITE), off the run's path. Where the kernel offers neither (before Linux
+5.14, or /proc hidden), nothing is learned and children fault as before.
+"""
+
+import array
+import bisect
+import ctypes
+import os
+import re
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MADV_POPULATE_WRITE = 23
+# A range list longer than this is cut: it bounds what one spare copies and what crosses its socket (16 bytes each).
+MAX_RANGES = 8192
+# What one spare copies at most: its memory beside the server's.
+MAX_BYTES = 64 << 20
+# Ranges closer than this many pages are merged: fewer calls, a few pages more.
+MERGE_GAP_PAGES = 2
+# pagemap entry, top byte: bit 63 (present) and bit 56 (exclusively mapped).
+_HELD = 0x81
+_HELD_TABLE = bytes(0x31 if value & _HELD == _HELD else 0x30 for value in range(256))
+
+
+def writable_regions():
+    """The process's private writable mappings, as (start, end): what a child shares with the server until written."""
+    regions = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split()
+                name = fields[5] if len(fields) > 5 else ""
+                if fields[1] != "rw-p" or (name.startswith("[") and name != "[heap]"):
+                    continue
+                start, end = (int(bound, 16) for bound in fields[0].split("-"))
+                regions.append((start, end))
+    except OSError:
+        return []
+    return regions
+
+
+def held_ranges(regions):
+    """(address, length) of the pages in `regions` this process holds a copy of, merged and capped."""
+    ranges = []
+    try:
+        with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
+            for start, end in regions:
+                pagemap.seek(start // PAGE * 8)
+                entries = pagemap.read((end - start) // PAGE * 8)
+                held = entries[7::8].translate(_HELD_TABLE)
+                ranges.extend((start + m.start() * PAGE, (m.end() - m.start()) * PAGE) for m in re.finditer(b"1+", held))
+    except OSError:
+        return []
+    return _merged(ranges)[:MAX_RANGES]
+
+
+def _merged(ranges):
+    merged = []
+    for address, length in ranges:
+        if merged and address - (merged[-1][0] + merged[-1][1]) <= MERGE_GAP_PAGES * PAGE:
+            merged[-1] = (merged[-1][0], address + length - merged[-1][0])
+        else:
+            merged.append((address, length))
+    return merged
+
+
+def encode(ranges):
+    return array.array("Q", [value for pair in ranges for value in pair]).tobytes()
+
+
+def decode(data):
+    values = array.array("Q")
+    values.frombytes(data[: len(data) // 16 * 16])
+    return list(zip(values[0::2], values[1::2]))
+
+
+def within(ranges, regions):
+    """The reported ranges that lie inside the server's writable regions, up to MAX_RANGES and MAX_BYTES: a report
+    comes from a run, whose crew could have written anything on its socket."""
+    starts = [start for start, _ in regions]
+    kept, total = [], 0
+    for address, length in ranges[:MAX_RANGES]:
+        index = bisect.bisect_right(starts, address) - 1
+        if length <= 0 or index < 0 or address + length > regions[index][1] or total + length > MAX_BYTES:
+            continue
+        kept.append((address, length))
+        total += length
+    return kept
+
+
+def populate(ranges):
+    """Copies the pages of `ranges` now; a range no longer mapped, or a kernel without the call, is skipped."""
+    if not ranges:
+        return
+    madvise = _madvise()
+    if madvise is None:
+        return
+    for address, length in ranges:
+        if madvise(address, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == 22:  # EINVAL: not offered
+            return
+
+
+def _madvise():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    madvise = libc.madvise
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    madvise.restype = ctypes.c_int
+    return madvise
