@@ -1,5 +1,6 @@
 """One run in a child the fork server forked: the run's descriptors, environment and folder, then the crew."""
 
+import base64
 import io
 import json
 import os
@@ -61,8 +62,8 @@ def run_child(header, fds, tmp, load, inherited):
 def wait_as_spare(control, load, inherited, hot_ranges, regions):
     """Never returns: a child forked ahead of its run. It copies the pages runs write (hot_pages) while it waits on
     `control` for the run's connection (with SCM_RIGHTS) and, after it, `{"tmp": …, "learn": …}` and the request's
-    header line; the server closing `control` without sending one retires it. Asked to learn, it sends back the pages
-    its run wrote before it exits."""
+    header line; the server closing `control` without sending one retires it. Once its run is over it reports on
+    `control`: the pages its run wrote when asked to learn, then its exit code."""
     code = 1
     try:
         become_child(inherited)
@@ -79,19 +80,26 @@ def wait_as_spare(control, load, inherited, hot_ranges, regions):
         connection = fds[0]
         descriptors = [os.open(os.devnull, os.O_RDONLY), connection, os.dup(connection)]
         code = run_request(json.loads(line), descriptors, handover["tmp"], load)
-        if handover.get("learn"):
-            send_learned(control, regions)
+        report_end(control, code, regions if handover.get("learn") else None)
     finally:
         os._exit(code)
 
 
-def send_learned(control, regions):
-    """The pages this run wrote, for the next spares; never waits on the server (it reads them once this child ended)."""
-    control.setblocking(False)
+def report_end(control, code, regions):
+    """The run is over: nothing more of this child reaches crewd, so the server may end the run at once, without
+    waiting for this process to be torn down. The pages the run wrote go first, when asked: the server ends this
+    child's process group on the exit code."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
     try:
-        control.sendall(hot_pages.encode(hot_pages.held_ranges(regions)))
+        if regions is not None:
+            learned = base64.b64encode(hot_pages.encode(hot_pages.held_ranges(regions))).decode()
+            control.sendall(json.dumps({"learned": learned}).encode() + b"\n")
+        control.sendall(json.dumps({"exit_code": code}).encode() + b"\n")
     except OSError:
-        pass
+        pass  # the server learns the exit code from the exit itself
 
 
 def reset_tempdir():

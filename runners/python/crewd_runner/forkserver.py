@@ -13,18 +13,22 @@ docs/runner-protocol.md):
    what crewd reads from the connection.
 3. crewd may send `{"signal": N}` lines meanwhile (the server may live in another PID namespace, where crewd cannot
    signal); a connection that hangs up gets its child's process group killed.
-4. When the child ended (and its group with it), the server sends a NUL byte, then `{"exit_code": N}` or
-   `{"signal": N}` and a newline, and closes the connection. A request it cannot take gets a NUL byte and
-   `{"error": "…"}`. The runner's lines are JSON, which never holds a raw NUL, so the byte marks the server's words.
+4. When the child's run is over (the child reports its exit code, or exits), the server kills what is left of its
+   process group, sends a NUL byte, then `{"exit_code": N}` or `{"signal": N}` and a newline, and closes the
+   connection. A request it cannot take gets a NUL byte and `{"error": "…"}`. The runner's lines are JSON, which
+   never holds a raw NUL, so the byte marks the server's words.
 
-The child for the next run is forked ahead (when the server starts listening, and after each run's child ended): it
-waits for its run's connection, which the server passes it over a socket pair (SCM_RIGHTS), so the fork is off the
-run's path. Runs that come while none waits are forked then.
+The child for the next run is forked ahead (when the server starts listening, and when a run takes the waiting one):
+it waits for its run's connection, which the server passes it over a socket pair (SCM_RIGHTS), so the fork is off the
+run's path. Runs that come while none waits are forked then. On that socket pair the child reports back once its run
+is over: the pages its run wrote, when asked (hot_pages), then its exit code, with its output already closed, so the
+run ends without waiting for the kernel to tear the child down.
 
 The server stops listening on SIGTERM, or when its socket file is removed, and exits once its children ended.
 """
 
 import argparse
+import base64
 import gc
 import json
 import os
@@ -36,12 +40,10 @@ import tempfile
 
 from . import cli, hot_pages
 from .forkchild import remove_private_tmp, run_child, wait_as_spare
+from .forkwire import exit_message, forward_signal, kill_group, receive_request, send_final
 
-# The header carries the run's input, thread values and checkpoint.
-HEADER_LIMIT = 256 << 20
 # How often a server checks that its socket file is still there: crewd removes it to retire the server.
 SOCKET_CHECK_SECONDS = 2.0
-SIGNALS_FROM_CLIENTS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL}
 # Which runs report the pages they wrote (hot_pages): the first a spare takes, then one in this many.
 LEARN_EVERY = 32
 
@@ -74,13 +76,16 @@ def preload(args, cwd):
 
 class Child:
     """A run's child as the server knows it: its connection, what crewd sent on it, its private TMPDIR, and for a
-    spare the socket it may report its written pages on."""
+    spare the socket it reports on (its written pages, its exit code)."""
 
     def __init__(self, connection, tmp, control=None):
         self.connection = connection
         self.tmp = tmp
         self.control = control
         self.pending = b""
+        self.reported = b""
+        self.reading_reports = control is not None
+        self.finished = False
 
 
 class ForkServer:
@@ -138,6 +143,8 @@ class ForkServer:
         elif key.data == "wake":
             self._wake_read.recv(4096)
             self._reap()
+        elif isinstance(key.data, tuple):
+            self._from_child(key.data[1])
         else:
             self._from_client(key.data)
 
@@ -154,8 +161,12 @@ class ForkServer:
         pid = spare[0] if spare else self._fork_for(connection, header, tmp)
         self._children[pid] = Child(connection, tmp, spare[1] if spare else None)
         self._selector.register(connection, selectors.EVENT_READ, pid)
+        if spare:
+            self._selector.register(spare[1], selectors.EVENT_READ, ("report", pid))
         if rest:
             self._received(pid, rest)
+        # The next run's child is made while this one runs, so that it is ready (its pages copied) when that run comes.
+        self.make_spare()
 
     def _fork_for(self, connection, header, tmp):
         # The child's standard input, output and error: the request is in the header, its output goes to crewd.
@@ -221,29 +232,67 @@ class ForkServer:
                 if self._spare and self._spare[0] == pid:
                     self._spare = None
                 continue
-            # Whatever the run left in its group goes with it, as it would with a run's own process group.
-            kill_group(pid, signal.SIGKILL)
-            self._selector.unregister(child.connection)
-            send_final(child.connection, exit_message(status))
-            child.connection.close()
-            self._learn_from(child)
-            remove_private_tmp(child.tmp)
+            if child.control is not None:
+                self._take_reports(pid, child, blocking=False)
+                self._stop_reading_reports(child)
+                child.control.close()
+            self._finish(pid, child, exit_message(status))
             self.make_spare()
 
-    def _learn_from(self, child):
-        """Keeps the pages a learning run reported (it wrote them before it ended), within the server's own memory."""
-        if child.control is None:
+    def _finish(self, pid, child, final):
+        """The run's end, once: whatever the run left in its group goes with it (as with a run's own process group),
+        and its private TMPDIR, then crewd gets the server's last words."""
+        if child.finished:
             return
-        child.control.setblocking(False)
-        chunks = []
+        child.finished = True
+        kill_group(pid, signal.SIGKILL)
+        remove_private_tmp(child.tmp)
+        self._selector.unregister(child.connection)
+        send_final(child.connection, final)
+        child.connection.close()
+
+    def _from_child(self, pid):
+        child = self._children.get(pid)
+        if child is not None and not self._take_reports(pid, child, blocking=True):
+            self._stop_reading_reports(child)  # the child closed it (it ends); its exit is reaped next
+
+    def _take_reports(self, pid, child, blocking):
+        """Reads what a spare's child reported on its socket (one recv when its socket is ready; all that is left
+        once the child ended) and acts on each whole line; False once the socket is at its end."""
+        child.control.setblocking(blocking)
+        more = True
         try:
-            while data := child.control.recv(1 << 17):
-                chunks.append(data)
+            while more:
+                data = child.control.recv(1 << 17)
+                child.reported += data
+                more = bool(data) and not blocking
+            open_still = bool(data)
+        except BlockingIOError:
+            open_still = True
         except OSError:
-            pass
-        child.control.close()
-        if chunks:
-            self._hot_ranges = hot_pages.within(hot_pages.decode(b"".join(chunks)), self._regions)
+            open_still = False
+        *lines, child.reported = child.reported.split(b"\n")
+        for line in lines:
+            self._on_report(pid, child, line)
+        return open_still
+
+    def _stop_reading_reports(self, child):
+        if child.reading_reports:
+            child.reading_reports = False
+            self._selector.unregister(child.control)
+
+    def _on_report(self, pid, child, line):
+        """`{"learned": base64}`: the pages its run wrote (kept within the server's own memory); `{"exit_code": N}`:
+        its run is over and its output closed, so the run ends now rather than once the child is torn down."""
+        try:
+            report = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(report.get("learned"), str):
+            ranges = hot_pages.decode(base64.b64decode(report["learned"]))
+            self._hot_ranges = hot_pages.within(ranges, self._regions)
+        elif isinstance(report.get("exit_code"), int):
+            self._finish(pid, child, {"exit_code": report["exit_code"]})
 
     def _from_client(self, pid):
         child = self._children.get(pid)
@@ -264,22 +313,6 @@ class ForkServer:
             forward_signal(pid, line)
 
 
-def forward_signal(pid, line):
-    try:
-        signum = int(json.loads(line).get("signal"))
-    except (ValueError, TypeError, AttributeError):
-        return
-    if signum in SIGNALS_FROM_CLIENTS:
-        kill_group(pid, signum)
-
-
-def kill_group(pid, signum):
-    try:
-        os.killpg(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def private_tmp():
     return tempfile.mkdtemp(prefix="crewd-run-")
 
@@ -290,41 +323,6 @@ def file_id(path):
     except OSError:
         return None
     return (info.st_dev, info.st_ino)
-
-
-def receive_request(connection):
-    """The header (`env`, names to strings; `cwd` and `stdin`, strings), its line, and what came after it."""
-    chunks, size = [], 0
-    while not chunks or b"\n" not in chunks[-1]:
-        more = connection.recv(1 << 20)
-        if not more:
-            raise ValueError("the request header ended early")
-        chunks.append(more)
-        size += len(more)
-        if size > HEADER_LIMIT:
-            raise ValueError(f"the request header is longer than {HEADER_LIMIT} bytes")
-    line, _, rest = b"".join(chunks).partition(b"\n")
-    header = json.loads(line)
-    env = header.get("env") if isinstance(header, dict) else None
-    if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
-        raise ValueError('the request needs "env", an object of strings')
-    if not isinstance(header.get("cwd"), str) or not isinstance(header.get("stdin"), str):
-        raise ValueError('the request needs "cwd" and "stdin", strings')
-    return header, line, rest
-
-
-def exit_message(status):
-    if os.WIFSIGNALED(status):
-        return {"signal": os.WTERMSIG(status)}
-    return {"exit_code": os.WEXITSTATUS(status)}
-
-
-def send_final(connection, message):
-    """The server's last words on a connection, after everything the child wrote: NUL, then a JSON line."""
-    try:
-        connection.sendall(b"\0" + json.dumps(message).encode() + b"\n")
-    except OSError:
-        pass
 
 
 def listen(path):

@@ -167,6 +167,21 @@ def test_a_connection_that_hangs_up_takes_its_child_with_it(graph_server, tmp_pa
     assert wait_gone(child)
 
 
+def test_a_process_the_run_left_in_its_group_ends_with_the_run(graph_server, tmp_path):
+    result = run_forked(graph_server, tmp_path, request({"leave_process": True}))
+
+    assert result.returncode == 0 and result.last["type"] == "run.completed"
+    assert wait_gone(int((tmp_path / "left.pid").read_text()))
+
+
+def test_a_thread_still_writing_after_the_run_never_reaches_past_the_server_s_last_words(graph_server, tmp_path):
+    for _ in range(3):
+        output, final = Connection(graph_server, tmp_path, request({"chatter": True})).finish()
+
+        assert final == {"exit_code": 0}
+        assert '"type": "run.completed"' in output
+
+
 def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
     server = start_server("crew", "crews:echo_crew", socket_path)
     try:

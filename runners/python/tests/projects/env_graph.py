@@ -1,7 +1,10 @@
-"""Reports the environment, folders and tmp it runs in; sleeps first when the input asks, writing its pid down."""
+"""Reports the environment, folders and tmp it runs in; sleeps first when the input asks, writing its pid down; leaves
+a process in its group, or a thread writing to standard error, behind when asked."""
 
 import os
+import subprocess
 import tempfile
+import threading
 import time
 from typing import TypedDict
 
@@ -11,6 +14,8 @@ from langgraph.graph import END, START, StateGraph
 class State(TypedDict, total=False):
     sleep: float
     mark: bool
+    leave_process: bool
+    chatter: bool
     run_id: str
     cwd: str
     tmp: str
@@ -24,7 +29,19 @@ def report(state: State):
     if state.get("mark"):
         with open("here.txt", "w") as marker:
             marker.write("written relative to the run's folder")
+    if state.get("leave_process"):
+        left = subprocess.Popen(["sleep", "60"])
+        with open("left.pid", "w") as pid_file:
+            pid_file.write(str(left.pid))
+    if state.get("chatter"):
+        threading.Thread(target=chatter, daemon=True).start()
     return {"run_id": os.environ.get("CREWD_RUN_ID", ""), "cwd": os.getcwd(), "tmp": tempfile.gettempdir()}
+
+
+def chatter():
+    while True:
+        os.write(2, b"still here\n")
+        time.sleep(0.0005)
 
 
 builder = StateGraph(State)
