@@ -1,10 +1,8 @@
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
-
-const execute = promisify(execFile);
+import { createInterface } from 'node:readline';
 
 /** The Python test environment with real crewai and langgraph (runners/python/scripts/test-env.sh). */
 export function testVenv(): string {
@@ -83,27 +81,31 @@ def crew():
     return Crew(agents=[writer], tasks=[task])
 `;
 
-/** The same graph and crew called in a warm Python process: median milliseconds of `invoke` and `kickoff`. */
+/**
+ * The same graph and crew called in a warm Python process, which stays up: each line on its standard
+ * input (`invoke N` or `kickoff N`) gets a line of N timings in ms; one call of each comes first.
+ */
 const WARM = `
-import json, statistics, sys, time
+import json, sys, time
 sys.path.insert(0, ".")
 from graph import graph
 from crew import crew
 
-def median_ms(action, runs):
+actions = {
+    "invoke": lambda: graph.invoke({"text": "hello"}),
+    "kickoff": lambda: crew().kickoff(inputs={"topic": "bees"}),
+}
+for action in actions.values():
     action()
+print("ready", flush=True)
+for line in sys.stdin:
+    name, runs = line.split()
     times = []
-    for _ in range(runs):
+    for _ in range(int(runs)):
         started = time.perf_counter()
-        action()
+        actions[name]()
         times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
-
-runs = int(sys.argv[1])
-print(json.dumps({
-    "invoke": median_ms(lambda: graph.invoke({"text": "hello"}), runs),
-    "kickoff": median_ms(lambda: crew().kickoff(inputs={"topic": "bees"}), runs),
-}))
+    print(json.dumps(times), flush=True)
 `;
 
 /** Writes the graph and crew projects (crewd.json each) and the warm script into `dir`. */
@@ -123,9 +125,31 @@ export function writeProjects(dir: string, env: Record<string, string>): { graph
   return { graph, crew };
 }
 
-/** Median ms of graph.invoke and crew.kickoff in one warm Python process of the test environment. */
-export async function warmCalls(venv: string, dir: string, runs: number): Promise<{ invoke: number; kickoff: number }> {
+/** A warm Python process of the test environment that times `graph.invoke` and `crew().kickoff()` on request. */
+export interface WarmProcess {
+  times(action: 'invoke' | 'kickoff', runs: number): Promise<number[]>;
+  stop(): void;
+}
+
+export async function startWarm(venv: string, dir: string): Promise<WarmProcess> {
   const env = { ...OFFLINE_ENV, XDG_DATA_HOME: dir, HOME: dir, PATH: process.env.PATH ?? '' };
-  const { stdout } = await execute(path.join(venv, 'bin/python'), ['warm.py', String(runs)], { cwd: dir, env });
-  return JSON.parse(stdout.trim().split('\n').at(-1) as string);
+  const child = spawn(path.join(venv, 'bin/python'), ['warm.py'], { cwd: dir, env, stdio: ['pipe', 'pipe', 'ignore'] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async (): Promise<string> => {
+    const line = await lines.next();
+    if (line.done) throw new Error('the warm Python process ended');
+    return line.value;
+  };
+  while ((await next()) !== 'ready');
+  return {
+    async times(action, runs) {
+      child.stdin.write(`${action} ${runs}\n`);
+      // CrewAI may print lines of its own: the answer is the line that is a JSON list.
+      for (;;) {
+        const line = await next();
+        if (line.startsWith('[')) return JSON.parse(line) as number[];
+      }
+    },
+    stop: () => child.kill(),
+  };
 }

@@ -1,6 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/types.js';
-import type { StoredVariable } from '../deployments/variables.js';
 import type { VersionStatus } from './db-types.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -36,23 +35,6 @@ export function findVersionForBuild(db: Db, versionId: string) {
     .selectFrom('deployment_versions as v')
     .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
     .select(versionColumns)
-    .where('v.id', '=', versionId)
-    .executeTakeFirst();
-}
-
-/** A version with what a run of it starts with: its deployment's stored variables too, in one statement. */
-export function findVersionForLaunch(db: Db, versionId: string) {
-  return db
-    .selectFrom('deployment_versions as v')
-    .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
-    .select([
-      ...versionColumns,
-      'v.command',
-      sql<
-        StoredVariable[] | null
-      >`(select json_agg(json_build_object('name', dv.name, 'value', dv.value, 'encrypted', dv.encrypted))
-        from deployment_variables dv where dv.deployment_id = v.deployment_id)`.as('variables'),
-    ])
     .where('v.id', '=', versionId)
     .executeTakeFirst();
 }

@@ -12,7 +12,7 @@ import type { VariableService } from '../deployments/variables.js';
 import { notFound } from '../errors.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { BuildEnd } from '../events/types.js';
-import type { VersionLaunch } from '../execution/active-runs.js';
+import type { RunVersion, VersionLaunch } from '../execution/active-runs.js';
 import { RunEventLog } from '../execution/event-log.js';
 import type { ProcessLauncher } from '../execution/launcher.js';
 import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
@@ -62,6 +62,8 @@ export function createBuildService(options: BuildServiceOptions) {
   const active = new Map<string, ActiveBuild>();
   const queue: Array<{ versionId: string; previousInstance: string | null }> = [];
   const localBuilds = new Map<string, Promise<BuiltVersion>>();
+  /** Versions whose built files were read here (builtHere). */
+  const builtVersions = new Map<string, BuiltVersion>();
   const running = new Set<Promise<void>>();
   let stopping = false;
   const stopped = new AbortController();
@@ -146,10 +148,18 @@ export function createBuildService(options: BuildServiceOptions) {
     bus.publish(versionId, { seq: nextSeq, json: '', end });
   }
 
-  /** The built files of a version on this instance, built here first (logging to `log`) when missing. */
-  async function builtHere(version: repo.BuildVersionRecord, log: BuildLogger): Promise<BuiltVersion> {
+  /**
+   * The built files of a version on this instance, built here first (logging to `log`) when missing.
+   * A version's files never change once built, so each is read from disk once (`forget` drops it).
+   */
+  async function builtHere(version: Pick<RunVersion, 'id' | 'org_id' | 'bundle_sha256'>, log: BuildLogger) {
+    const known = builtVersions.get(version.id);
+    if (known) return known;
     const built = await readBuilt(config.dataDir, version.id);
-    if (built) return built;
+    if (built) {
+      builtVersions.set(version.id, built);
+      return built;
+    }
     let pending = localBuilds.get(version.id);
     if (!pending) {
       pending = (async () => {
@@ -210,6 +220,7 @@ export function createBuildService(options: BuildServiceOptions) {
      */
     async forget(versionId: string): Promise<void> {
       options.forkServers?.forget(versionId);
+      builtVersions.delete(versionId);
       if (active.has(versionId)) return;
       await removeVersionFiles(config.dataDir, versionId);
       await removeUnusedEnvironments(dirs, logger);
@@ -220,9 +231,8 @@ export function createBuildService(options: BuildServiceOptions) {
      * over them, and for a bundle version its built files as cwd with their bin folder first on PATH,
      * built here first, with the build's output as `log` events of the run, when missing.
      */
-    async prepareVersion(versionId: string, log: BuildLogger): Promise<VersionLaunch> {
-      const version = await repo.findVersionForLaunch(db, versionId);
-      if (!version) throw new Error('the version no longer exists');
+    async prepareVersion(version: RunVersion, log: BuildLogger): Promise<VersionLaunch> {
+      const versionId = version.id;
       const values = variables.open(version.deployment_id, version.variables ?? []);
       if (version.source === 'command') return { cwd: null, env: { ...values, ...version.env }, readOnly: [] };
       if (version.status !== 'ready') throw new Error(`version ${versionId} is not ready: ${version.status}`);

@@ -1,14 +1,15 @@
 import { sql } from 'kysely';
+import type { StoredVariable } from './variables.js';
 
 /**
- * Whether the version's deployment has variables, read with the version a run starts: a command
- * version without them starts as it is, with no query of its own before the runner is spawned.
+ * The version's deployment's stored variables (null when it has none), read with the version a run
+ * starts, so that starting it needs no query of its own: a command version without them starts as
+ * it is; the others are prepared from this row (src/builds).
  */
-export function hasVariables(versionAlias: string) {
+export function storedVariables(versionAlias: string) {
   const deploymentId = sql.ref(`${versionAlias}.deployment_id`);
-  return sql<boolean>`exists (select 1 from deployment_variables dv where dv.deployment_id = ${deploymentId})`.as(
-    'has_variables',
-  );
+  return sql<StoredVariable[] | null>`(select json_agg(json_build_object('name', dv.name, 'value', dv.value,
+    'encrypted', dv.encrypted)) from deployment_variables dv where dv.deployment_id = ${deploymentId})`.as('variables');
 }
 
 /** What a runner of the version needs, as read with the run that starts it (alias: the versions table's). */
@@ -21,6 +22,8 @@ export function launchVersionColumns<A extends string>(alias: A) {
     `${alias}.env`,
     `${alias}.timeout_seconds`,
     `${alias}.source`,
-    hasVariables(alias),
+    `${alias}.status`,
+    `${alias}.bundle_sha256`,
+    storedVariables(alias),
   ] as const;
 }

@@ -28,12 +28,15 @@ export interface VersionLaunch {
   forkSocket?: string;
 }
 
+/** The version a run starts, as read with the run (its deployment's variables included). */
+export type RunVersion = LaunchSpec['version'] & { id: string; deployment_id: string; org_id: string };
+
 /**
  * Plans a run of a version (src/builds): a bundle's built files as its folder (built here first,
  * logging to the run), the deployment's variables under the version's env, PATH.
  */
 export type VersionPreparer = (
-  versionId: string,
+  version: RunVersion,
   log: (message: string, stream: 'stdout' | 'stderr') => void,
 ) => Promise<VersionLaunch>;
 
@@ -100,9 +103,10 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     let spec = run.spec;
     let readOnly: string[] = [];
     let forkSocket: string | null = null;
-    if (options.prepareVersion && (spec.version.source !== 'command' || spec.version.has_variables)) {
+    if (options.prepareVersion && (spec.version.source !== 'command' || spec.version.variables !== null)) {
       try {
-        const plan = await options.prepareVersion(spec.run.version_id, (message, stream) =>
+        const { version_id: id, deployment_id, org_id } = spec.run;
+        const plan = await options.prepareVersion({ ...spec.version, id, deployment_id, org_id }, (message, stream) =>
           run.log.append('log', { message, stream }),
         );
         spec = { ...spec, version: { ...spec.version, cwd: plan.cwd ?? spec.version.cwd, env: plan.env } };

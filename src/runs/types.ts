@@ -1,7 +1,8 @@
 import type { Transaction } from 'kysely';
-import type { VersionSource } from '../builds/db-types.js';
+import type { VersionSource, VersionStatus } from '../builds/db-types.js';
 import type { Environment, RunCommand, RunStatus, ThreadInterrupt } from '../db/columns.js';
 import type { Database } from '../db/types.js';
+import type { StoredVariable } from '../deployments/variables.js';
 
 export type { RunCommand, RunStatus, ThreadInterrupt };
 
@@ -102,7 +103,10 @@ export interface LaunchSpec {
     timeout_seconds: number | null;
     /** A bundle version, or a command version with deployment variables, is prepared before it starts. */
     source: VersionSource;
-    has_variables: boolean;
+    status: VersionStatus;
+    bundle_sha256: string | null;
+    /** The deployment's stored variables as read with the run; null when it has none. */
+    variables: StoredVariable[] | null;
   };
   thread: ({ thread_id: string } & ThreadState) | null;
   command: RunCommand | null;
