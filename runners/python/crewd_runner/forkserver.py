@@ -46,6 +46,8 @@ from .forkwire import exit_message, forward_signal, kill_group, receive_request,
 SOCKET_CHECK_SECONDS = 2.0
 # Which runs report the pages they wrote (hot_pages): the first a spare takes, then one in this many.
 LEARN_EVERY = 32
+# A child's report line at most: the pages it wrote (hot_pages.MAX_RANGES ranges, in base64) and a little JSON.
+REPORT_LINE_LIMIT = 1 << 20
 
 
 def parse_args(argv):
@@ -274,6 +276,9 @@ class ForkServer:
         *lines, child.reported = child.reported.split(b"\n")
         for line in lines:
             self._on_report(pid, child, line)
+        if len(child.reported) > REPORT_LINE_LIMIT:
+            child.reported = b""
+            return False  # no report of a child is this long: reading stops, and the exit is reaped as ever
         return open_still
 
     def _stop_reading_reports(self, child):
