@@ -262,15 +262,16 @@ class ForkServer:
         """Reads what a spare's child reported on its socket (one recv when its socket is ready; all that is left
         once the child ended) and acts on each whole line; False once the socket is at its end."""
         child.control.setblocking(blocking)
-        more = True
+        open_still = True
         try:
-            while more:
-                data = child.control.recv(1 << 17)
+            while data := child.control.recv(1 << 17):
                 child.reported += data
-                more = bool(data) and not blocking
-            open_still = bool(data)
+                if blocking:
+                    break
+            else:
+                open_still = False  # the child closed it
         except BlockingIOError:
-            open_still = True
+            pass  # nothing more for now
         except OSError:
             open_still = False
         *lines, child.reported = child.reported.split(b"\n")
