@@ -91,14 +91,15 @@ async function samples(server: Proc, deploymentId: string, input: Json, count: n
 async function inTurns(
   warm: WarmProcess,
   action: 'invoke' | 'kickoff',
-  run: () => Promise<number[]>,
+  runs: (count: number) => Promise<number[]>,
   count: number,
 ): Promise<{ api: number; warm: number }> {
   const api: number[] = [];
   const calls: number[] = [];
+  const perTurn = Math.ceil(count / TURNS);
   for (let round = 0; round < TURNS; round++) {
-    calls.push(...(await warm.times(action, Math.ceil(count / TURNS))));
-    api.push(...(await run()));
+    calls.push(...(await warm.times(action, perTurn)));
+    api.push(...(await runs(perTurn)));
   }
   return { api: median(api), warm: median(calls) };
 }
@@ -118,7 +119,7 @@ export async function run(): Promise<void> {
 
     const graphInput = { text: 'hello' };
     await untilForked(server, graph, graphInput, (run) => run.output?.forked === true);
-    const graphRuns = () => samples(server as Proc, graph, graphInput, Math.ceil(GRAPH_RUNS / TURNS));
+    const graphRuns = (count: number) => samples(server as Proc, graph, graphInput, count);
     const graphMs = await inTurns(warm, 'invoke', graphRuns, GRAPH_RUNS);
     printFigure('python_graph_run_post_to_complete_ms', graphMs.api, 'ms', { op: '<=', target: 150 });
     printFigure('python_graph_warm_invoke_ms', graphMs.warm, 'ms');
@@ -126,7 +127,7 @@ export async function run(): Promise<void> {
 
     const crewInput = { topic: 'bees' };
     await untilForked(server, crew, crewInput, (run) => String(run.output?.raw).includes('forked=True'));
-    const crewRuns = () => samples(server as Proc, crew, crewInput, Math.ceil(CREW_RUNS / TURNS));
+    const crewRuns = (count: number) => samples(server as Proc, crew, crewInput, count);
     const crewMs = await inTurns(warm, 'kickoff', crewRuns, CREW_RUNS);
     printFigure('python_crew_run_post_to_complete_ms', crewMs.api, 'ms');
     printFigure('python_crew_warm_kickoff_ms', crewMs.warm, 'ms');

@@ -232,10 +232,9 @@ export function createBuildService(options: BuildServiceOptions) {
      * built here first, with the build's output as `log` events of the run, when missing.
      */
     async prepareVersion(version: RunVersion, log: BuildLogger): Promise<VersionLaunch> {
-      const versionId = version.id;
       const values = variables.open(version.deployment_id, version.variables ?? []);
       if (version.source === 'command') return { cwd: null, env: { ...values, ...version.env }, readOnly: [] };
-      if (version.status !== 'ready') throw new Error(`version ${versionId} is not ready: ${version.status}`);
+      if (version.status !== 'ready') throw new Error(`version ${version.id} is not ready: ${version.status}`);
       const built = await builtHere(version, log).catch((error: Error) => {
         throw new Error(`building the version on this instance failed: ${error.message}`);
       });
@@ -250,7 +249,7 @@ export function createBuildService(options: BuildServiceOptions) {
         ...runner,
       ];
       const place = { cwd: built.projectDir, env, readOnly };
-      const forked = options.forkServers?.forkedRun(versionId, version.command, place);
+      const forked = options.forkServers?.forkedRun(version.id, version.command, place);
       return forked ? { ...place, ...forked } : place;
     },
 
