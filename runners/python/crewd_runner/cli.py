@@ -44,11 +44,17 @@ def load_entry(args, cwd):
 
 
 def warm_up(args):
+    """Pays in a fork server what each run would pay again; returns what a forked child does before its run comes
+    (or None)."""
     if args.graph:
         from .langgraph_adapter import warm_up as warm_up_adapter
-    else:
-        from .crewai_adapter import warm_up as warm_up_adapter
-    warm_up_adapter()
+
+        warm_up_adapter()
+        return None
+    from . import crewai_adapter
+
+    crewai_adapter.warm_up()
+    return crewai_adapter.warm_up_child
 
 
 def failure(error, emitter):

@@ -39,7 +39,8 @@ KICKOFF_IMPORTS = ("crewai.hooks.contexts", "crewai.llms.cache", "crewai.skills.
 
 def warm_up():
     """What a first kickoff pays in any process, paid once by the fork server instead of by each forked child:
-    CrewAI's late imports and the pydantic models whose schemas are completed on first use."""
+    CrewAI's late imports, the pydantic models whose schemas are completed on first use, and the definitions of the
+    Flow classes (an agent's executor is one) that CrewAI builds on a class's first instance."""
     import importlib
 
     import crewai.events  # noqa: F401
@@ -51,6 +52,17 @@ def warm_up():
         except ImportError:
             pass
     _complete_pydantic_models()
+    _build_flow_definitions()
+
+
+def warm_up_child():
+    """What a forked child can do before its run comes: the event bus's handler pool and event loop thread, which
+    the fork server must not start (threads do not survive a fork) and the first event of a run would start."""
+    from crewai.events import crewai_event_bus
+
+    start = getattr(crewai_event_bus, "_ensure_executor_initialized", None)
+    if callable(start):
+        start()
 
 
 def _complete_pydantic_models():
@@ -64,6 +76,21 @@ def _complete_pydantic_models():
             try:
                 model.model_rebuild()
             except Exception:  # a model that cannot be completed yet is completed by its first use, as before
+                pass
+
+
+def _build_flow_definitions():
+    from crewai.flow.flow import Flow
+
+    pending = [Flow]
+    while pending:
+        flow_class = pending.pop()
+        pending.extend(flow_class.__subclasses__())
+        build = getattr(flow_class, "flow_definition", None)
+        if callable(build):
+            try:
+                build()
+            except Exception:  # built on the class's first instance instead, as before
                 pass
 
 

@@ -4,6 +4,7 @@ import base64
 import io
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -59,15 +60,17 @@ def run_child(header, fds, tmp, load, inherited):
         os._exit(code)
 
 
-def wait_as_spare(control, load, inherited, hot_ranges, regions):
-    """Never returns: a child forked ahead of its run. It copies the pages runs write (hot_pages) while it waits on
-    `control` for the run's connection (with SCM_RIGHTS) and, after it, `{"tmp": …, "learn": …}` and the request's
-    header line; the server closing `control` without sending one retires it. Once its run is over it reports on
-    `control`: the pages its run wrote when asked to learn, then its exit code."""
+def wait_as_spare(control, load, inherited, hot_ranges, regions, warm_up=None):
+    """Never returns: a child forked ahead of its run. It does `warm_up` (what the adapter can do ahead of a run) and
+    copies the pages runs write (hot_pages), stopping as soon as the run comes, while it waits on `control` for the
+    run's connection (with SCM_RIGHTS) and, after it, `{"tmp": …, "learn": …}` and the request's header line; the
+    server closing `control` without sending one retires it. Once its run is over it reports on `control`: the pages
+    its run wrote when asked to learn, then its exit code."""
     code = 1
     try:
         become_child(inherited)
-        hot_pages.populate(hot_ranges)
+        warm_up_ahead(warm_up)
+        hot_pages.populate(hot_ranges, stop=lambda: bool(select.select([control], [], [], 0)[0]))
         data, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
         if not fds:
             code = 0
@@ -83,6 +86,15 @@ def wait_as_spare(control, load, inherited, hot_ranges, regions):
         report_end(control, code, regions if handover.get("learn") else None)
     finally:
         os._exit(code)
+
+
+def warm_up_ahead(warm_up):
+    """A warm-up that fails leaves the work to the run, which pays it as it would have."""
+    if warm_up is not None:
+        try:
+            warm_up()
+        except Exception:
+            pass
 
 
 def report_end(control, code, regions):

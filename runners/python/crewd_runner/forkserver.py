@@ -62,18 +62,19 @@ def parse_args(argv):
 
 
 def preload(args, cwd):
-    """Imports the crew now; an import error is kept and fails each run, as it would without the server."""
+    """(load, warm_up_child): imports the crew now; an import error is kept and fails each run, as it would without
+    the server. `warm_up_child` is what a child forked ahead does while it waits (or None)."""
     try:
         loaded = cli.load_entry(args, cwd)
-        cli.warm_up(args)
+        warm_up_child = cli.warm_up(args)
     except (Exception, SystemExit) as error:
         failed = error
 
         def load():
             raise failed
 
-        return load
-    return lambda: loaded
+        return load, None
+    return (lambda: loaded), warm_up_child
 
 
 class Child:
@@ -91,11 +92,12 @@ class Child:
 
 
 class ForkServer:
-    def __init__(self, listener, socket_path, load, idle_seconds):
+    def __init__(self, listener, socket_path, load, idle_seconds, warm_up_child=None):
         self._listener = listener
         self._socket_path = socket_path
         self._socket_id = file_id(socket_path)
         self._load = load
+        self._warm_up_child = warm_up_child
         self._idle_seconds = idle_seconds
         self._selector = selectors.DefaultSelector()
         self._children = {}  # pid -> Child
@@ -167,7 +169,7 @@ class ForkServer:
             self._selector.register(spare[1], selectors.EVENT_READ, ("report", pid))
         if rest:
             self._received(pid, rest)
-        # The next run's child is made while this one runs, so that it is ready (its pages copied) when that run comes.
+        # The next run's child is forked while this one runs, so that it is ready when that run comes.
         self.make_spare()
 
     def _fork_for(self, connection, header, tmp):
@@ -194,7 +196,7 @@ class ForkServer:
         pid = os.fork()
         if pid == 0:
             control.close()
-            wait_as_spare(child_end, self._load, self._sockets(), self._hot_ranges, self._regions)
+            wait_as_spare(child_end, self._load, self._sockets(), self._hot_ranges, self._regions, self._warm_up_child)
         child_end.close()
         self._spare = (pid, control)
 
@@ -243,15 +245,16 @@ class ForkServer:
 
     def _finish(self, pid, child, final):
         """The run's end, once: whatever the run left in its group goes with it (as with a run's own process group),
-        and its private TMPDIR, then crewd gets the server's last words."""
+        then crewd gets the server's last words, then its private TMPDIR goes (after them: removing a folder takes
+        milliseconds while the child's teardown takes the CPU)."""
         if child.finished:
             return
         child.finished = True
         kill_group(pid, signal.SIGKILL)
-        remove_private_tmp(child.tmp)
         self._selector.unregister(child.connection)
         send_final(child.connection, final)
         child.connection.close()
+        remove_private_tmp(child.tmp)
 
     def _from_child(self, pid):
         child = self._children.get(pid)
@@ -348,12 +351,12 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # A SIGTERM during the import ends the server at once; once it serves, SIGTERM drains it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    load = preload(args, os.getcwd())
+    load, warm_up_child = preload(args, os.getcwd())
     listener = listen(args.socket)
     # What was imported stays shared with the children: a collection in a child would touch every object and copy
     # the pages that hold them.
     gc.freeze()
-    server = ForkServer(listener, args.socket, load, args.idle_exit)
+    server = ForkServer(listener, args.socket, load, args.idle_exit, warm_up_child)
     try:
         server.serve()
     finally:

@@ -20,6 +20,8 @@ MADV_POPULATE_WRITE = 23
 MAX_RANGES = 8192
 # What one spare copies at most: its memory beside the server's.
 MAX_BYTES = 64 << 20
+# What populate copies between two looks at whether to stop: about a millisecond's work.
+POPULATE_CHUNK = 1 << 20
 # Ranges closer than this many pages are merged: fewer calls, a few pages more.
 MERGE_GAP_PAGES = 2
 # pagemap entry, top byte: bit 63 (present) and bit 56 (exclusively mapped).
@@ -93,16 +95,25 @@ def within(ranges, regions):
     return kept
 
 
-def populate(ranges):
-    """Copies the pages of `ranges` now; a range no longer mapped, or a kernel without the call, is skipped."""
+def populate(ranges, stop=lambda: False):
+    """Copies the pages of `ranges` now, a chunk at a time until `stop()` says so; a range no longer mapped, or a
+    kernel without the call, is skipped."""
     if not ranges:
         return
     madvise = _madvise()
     if madvise is None:
         return
-    for address, length in ranges:
+    for address, length in _chunks(ranges):
+        if stop():
+            return
         if madvise(address, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == 22:  # EINVAL: not offered
             return
+
+
+def _chunks(ranges):
+    for address, length in ranges:
+        for offset in range(0, length, POPULATE_CHUNK):
+            yield address + offset, min(POPULATE_CHUNK, length - offset)
 
 
 def _madvise():

@@ -1,7 +1,11 @@
 """CrewAI crews and flows through the runner: events from CrewAI's event bus and the shaped result."""
 
+import json
+import subprocess
+import sys
+
 import pytest
-from conftest import EXAMPLES, request, run_runner
+from conftest import EXAMPLES, request, run_runner, runner_env
 
 RESEARCHER = "solar batteries Senior Data Researcher"
 ANALYST = "solar batteries Reporting Analyst"
@@ -93,3 +97,28 @@ def test_a_flow_reports_each_method_and_returns_its_result_and_state(projects):
     assert output["result"] == {"outline": ["BEES: intro", "BEES: details"]}
     assert output["state"]["topic"] == "bees"
     assert output["state"]["steps"] == ["pick_topic", "outline"]
+
+
+WARM_UP_CHECK = """
+import json
+from crewai.agents.agent_executor import AgentExecutor
+from crewai.events import crewai_event_bus
+from crewd_runner import crewai_adapter
+
+before = "_flow_definition" in AgentExecutor.__dict__
+crewai_adapter.warm_up()
+built = "_flow_definition" in AgentExecutor.__dict__
+started_by_server = crewai_event_bus._executor_initialized
+crewai_adapter.warm_up_child()
+print(json.dumps([before, built, started_by_server, crewai_event_bus._executor_initialized]))
+"""
+
+
+def test_a_fork_server_builds_crewais_flow_definitions_and_its_children_start_the_event_bus_ahead():
+    # What a first kickoff builds per class is built once in the server; the bus's threads, which a fork would not
+    # carry over, are started by each child before its run comes.
+    completed = subprocess.run(
+        [sys.executable, "-c", WARM_UP_CHECK], env=runner_env(), capture_output=True, text=True, timeout=180
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout.splitlines()[-1]) == [False, True, False, True]

@@ -88,9 +88,10 @@ def test_each_run_is_a_forked_child_with_the_run_environment_and_folder(graph_se
         assert {key: output[key] for key in ("run_id", "cwd")} == {"run_id": run_id, "cwd": str(tmp_path)}
         tmps.append(output["tmp"])
 
-    # Each run had a TMPDIR of its own, gone once it ended.
+    # Each run had a TMPDIR of its own, removed right after its end was sent.
     assert len(set(tmps)) == 2
-    assert all(os.path.basename(tmp).startswith("crewd-run-") and not os.path.exists(tmp) for tmp in tmps)
+    assert all(os.path.basename(tmp).startswith("crewd-run-") for tmp in tmps)
+    assert all(wait_until(lambda tmp=tmp: not os.path.exists(tmp)) for tmp in tmps)
 
 
 def test_a_tmpdir_of_the_run_environment_is_kept(graph_server, tmp_path):
@@ -196,6 +197,15 @@ def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
         assert result.returncode == 0, result.stderr
         assert result.of_type("task.started") == [{"task": "write", "agent": "Writer"}]
         assert result.last["data"]["output"]["raw"] == "one line"
+
+
+def wait_until(condition, seconds=5):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def server_children(server):

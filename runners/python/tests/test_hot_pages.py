@@ -82,6 +82,17 @@ def test_a_child_that_populated_the_ranges_first_writes_them_without_copying():
     assert raw[offset] == ord("x")  # the parent's pages are its own still
 
 
+def test_populating_stops_when_told_and_leaves_the_rest_to_be_copied_on_write():
+    raw, base, offset = page_buffer(256)
+    ranges = [(base, 256 * PAGE)]
+
+    def stopped():
+        hot_pages.populate(ranges, stop=lambda: True)
+        return faults_writing(raw, offset, range(256))
+
+    assert in_child(stopped) >= 256
+
+
 def test_reports_are_kept_only_within_the_regions_and_bounded():
     regions = [(0x10000, 0x20000), (0x40000, 0x50000)]
     reported = [(0x10000, PAGE), (0x1F000, 2 * PAGE), (0x30000, PAGE), (0x40000, 0x10000), (0x41000, 0)]
