@@ -1,7 +1,7 @@
 """A per-version fork server: imports the crew once, then forks one child per run.
 
-`python -m crewd_runner.forkserver --graph|--crew|--flow TARGET --socket PATH [--idle-exit SECONDS]`, started in the
-project folder. Importing CrewAI or LangChain takes seconds; a forked child starts with everything imported and still
+`python -m crewd_runner.forkserver --graph|--crew|--flow TARGET --socket PATH [--idle-exit SECONDS]
+[--header-seconds S]`, started in the project folder. Importing CrewAI or LangChain takes seconds; a forked child starts with everything imported and still
 is a process of its own per run. crewd talks to the socket itself (Unix stream socket, one run per connection; see
 docs/runner-protocol.md):
 
@@ -58,6 +58,9 @@ def parse_args(argv):
     kind.add_argument("--graph", metavar="FILE.py:ATTR")
     parser.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
     parser.add_argument("--idle-exit", type=float, default=600.0, help="exit after this many seconds without a run")
+    parser.add_argument(
+        "--header-seconds", type=float, default=5.0, help="refuse a connection whose request takes longer to come"
+    )
     return parser.parse_args(argv)
 
 
@@ -92,13 +95,14 @@ class Child:
 
 
 class ForkServer:
-    def __init__(self, listener, socket_path, load, idle_seconds, warm_up_child=None):
+    def __init__(self, listener, socket_path, load, idle_seconds, warm_up_child=None, header_seconds=5.0):
         self._listener = listener
         self._socket_path = socket_path
         self._socket_id = file_id(socket_path)
         self._load = load
         self._warm_up_child = warm_up_child
         self._idle_seconds = idle_seconds
+        self._header_seconds = header_seconds
         self._selector = selectors.DefaultSelector()
         self._children = {}  # pid -> Child
         self._spare = None  # (pid, control socket) of the child forked ahead of the next run
@@ -155,7 +159,7 @@ class ForkServer:
     def _accept(self):
         connection, _ = self._listener.accept()
         try:
-            header, line, rest = receive_request(connection)
+            header, line, rest = receive_request(connection, self._header_seconds)
         except (OSError, ValueError) as error:
             send_final(connection, {"error": str(error)})
             connection.close()
@@ -356,7 +360,7 @@ def main(argv=None):
     # What was imported stays shared with the children: a collection in a child would touch every object and copy
     # the pages that hold them.
     gc.freeze()
-    server = ForkServer(listener, args.socket, load, args.idle_exit, warm_up_child)
+    server = ForkServer(listener, args.socket, load, args.idle_exit, warm_up_child, args.header_seconds)
     try:
         server.serve()
     finally:

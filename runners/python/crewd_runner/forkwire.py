@@ -9,8 +9,20 @@ HEADER_LIMIT = 256 << 20
 SIGNALS_FROM_CLIENTS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL}
 
 
-def receive_request(connection):
-    """The header (`env`, names to strings; `cwd` and `stdin`, strings), its line, and what came after it."""
+def receive_request(connection, seconds):
+    """The header (`env`, names to strings; `cwd` and `stdin`, strings), its line, and what came after it. A header
+    that has not come whole within `seconds` is refused: the server reads it in its one loop, which a connection
+    that sends nothing (a run of the version itself could connect) would otherwise stop."""
+    connection.settimeout(seconds)
+    try:
+        return _read_request(connection)
+    except TimeoutError:
+        raise ValueError(f"the request header did not come within {seconds:g} seconds") from None
+    finally:
+        connection.settimeout(None)
+
+
+def _read_request(connection):
     chunks, size = [], 0
     while not chunks or b"\n" not in chunks[-1]:
         more = connection.recv(1 << 20)

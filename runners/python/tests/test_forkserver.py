@@ -12,9 +12,9 @@ import pytest
 from conftest import PROJECTS, RunnerResult, request, runner_env
 
 
-def start_server(kind, target, socket_path):
+def start_server(kind, target, socket_path, *options):
     server = subprocess.Popen(
-        [sys.executable, "-m", "crewd_runner.forkserver", f"--{kind}", target, "--socket", str(socket_path)],
+        [sys.executable, "-m", "crewd_runner.forkserver", f"--{kind}", target, "--socket", str(socket_path), *options],
         cwd=PROJECTS,
         env=runner_env(),
     )
@@ -114,6 +114,25 @@ def test_a_request_without_its_fields_is_refused_with_the_reason(graph_server):
 
     assert sock.makefile("rb").read() == b'\0{"error": "the request needs \\"cwd\\" and \\"stdin\\", strings"}\n'
     sock.close()
+
+
+def test_a_connection_that_sends_no_request_is_refused_in_time_and_holds_up_no_run(socket_path, tmp_path):
+    server = start_server("graph", "env_graph.py:graph", socket_path, "--header-seconds", "0.3")
+    try:
+        silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        silent.connect(str(socket_path))
+        silent.settimeout(10)
+        silent.sendall(b'{"env": {}')  # and never the rest of the line
+
+        started = time.monotonic()
+        assert run_forked(socket_path, tmp_path, request()).last["type"] == "run.completed"
+        assert time.monotonic() - started < 10
+        refusal = b'\0{"error": "the request header did not come within 0.3 seconds"}\n'
+        assert silent.makefile("rb").read() == refusal
+        silent.close()
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def test_removing_its_socket_ends_an_idle_server(socket_path):
