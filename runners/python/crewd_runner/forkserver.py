@@ -1,9 +1,9 @@
 """A per-version fork server: imports the crew once, then forks one child per run.
 
 `python -m crewd_runner.forkserver --graph|--crew|--flow TARGET --socket PATH [--idle-exit SECONDS]
-[--header-seconds S]`, started in the project folder. Importing CrewAI or LangChain takes seconds; a forked child starts with everything imported and still
-is a process of its own per run. crewd talks to the socket itself (Unix stream socket, one run per connection; see
-docs/runner-protocol.md):
+[--header-seconds S]`, started in the project folder. Importing CrewAI or LangChain takes seconds; a forked child
+starts with everything imported and still is a process of its own per run. crewd talks to the socket itself (Unix
+stream socket, one run per connection; see docs/runner-protocol.md):
 
 1. crewd sends one JSON line `{"env": {…}, "cwd": "…", "stdin": "…"}`: the run's environment, its working folder (a
    path this server sees: the version's built files) and what `python -m crewd_runner` would read on standard input.
