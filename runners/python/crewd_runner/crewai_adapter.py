@@ -4,7 +4,6 @@ from contextlib import contextmanager
 
 from . import crewai_events
 from .jsonsafe import to_jsonable
-from .ordered_relay import OrderedRelay
 from .outcome import Outcome
 
 FLUSH_SECONDS = 10.0
@@ -125,25 +124,37 @@ def crew_output(result):
 
 @contextmanager
 def _relayed_events(emitter):
-    """Our handlers beside CrewAI's own and the crew's (its console output, its listeners), for the run only."""
+    """The run's CrewAI events as crewd events, each written as CrewAI emits it, by the thread that emits it. The bus's
+    `emit` is wrapped for the run: handlers registered on the bus would run later, on CrewAI's thread pool, in any
+    order. CrewAI's own handlers and the crew's listeners run as ever, and are waited for at the end, so that what
+    they print is still the run's."""
     from crewai.events import crewai_event_bus
 
-    relay = OrderedRelay(emitter)
-    registered = [(event_class, _handler(relay, mapper)) for event_class, mapper in crewai_events.handlers()]
-    for event_class, handler in registered:
-        crewai_event_bus.register_handler(event_class, handler)
+    mappers = dict(crewai_events.handlers())
+    wrapped_already = "emit" in vars(crewai_event_bus)
+    emit = crewai_event_bus.emit
+
+    def relaying_emit(source, event):
+        future = emit(source, event)
+        mapper = mappers.get(type(event))
+        if mapper is not None:
+            _relay(emitter, mapper, source, event)
+        return future
+
+    crewai_event_bus.emit = relaying_emit
     try:
         yield
     finally:
+        if wrapped_already:
+            crewai_event_bus.emit = emit
+        else:
+            del crewai_event_bus.emit
         crewai_event_bus.flush(FLUSH_SECONDS)
-        for event_class, handler in registered:
-            crewai_event_bus.off(event_class, handler)
-        relay.close()
 
 
-def _handler(relay, mapper):
-    def handle(source, event):
-        event_type, data = crewai_events.jsonable_event(mapper, source, event)
-        relay.put(getattr(event, "emission_sequence", None), event_type, data)
-
-    return handle
+def _relay(emitter, mapper, source, event):
+    """An event crewd cannot read is left out rather than break the crew."""
+    try:
+        emitter.emit(*crewai_events.jsonable_event(mapper, source, event))
+    except Exception:
+        pass

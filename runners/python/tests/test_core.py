@@ -7,7 +7,6 @@ import threading
 
 from crewd_runner.capture import LogWriter
 from crewd_runner.jsonsafe import to_jsonable
-from crewd_runner.ordered_relay import OrderedRelay
 from pydantic import BaseModel
 
 
@@ -66,23 +65,6 @@ def test_an_object_without_a_json_form_becomes_its_string():
             return "opaque thing"
 
     assert to_jsonable({"x": Opaque()}) == {"x": "opaque thing"}
-
-
-def test_the_relay_writes_events_in_emission_order_whatever_order_they_arrive_in():
-    recorder = Recorder()
-    relay = OrderedRelay(recorder, hold_seconds=0.05)
-
-    for sequence in (3, 1, 2):
-        relay.put(sequence, f"event.{sequence}", {})
-    relay.put(None, "event.unsequenced", {})
-    relay.close()
-
-    assert [event_type for event_type, _ in recorder.events] == [
-        "event.1",
-        "event.2",
-        "event.3",
-        "event.unsequenced",
-    ]
 
 
 def test_the_log_writer_sends_whole_lines_and_skips_blank_ones():

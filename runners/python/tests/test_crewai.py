@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, request, run_runner, runner_env
+from conftest import EXAMPLES, PROJECTS, request, run_runner, runner_env
 
 RESEARCHER = "solar batteries Senior Data Researcher"
 ANALYST = "solar batteries Reporting Analyst"
@@ -122,3 +122,39 @@ def test_a_fork_server_builds_crewais_flow_definitions_and_its_children_start_th
     )
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout.splitlines()[-1]) == [False, True, False, True]
+
+
+RELAY_CHECK = """
+import json, os, tempfile
+from crewai.events import crewai_event_bus
+from crewd_runner import crewai_adapter, crewai_events
+from crewd_runner.protocol import Emitter
+from crews import echo_crew
+
+def unreadable(_source, _event):
+    raise ValueError("no crewd form")
+
+crewai_events.on_task_started = unreadable
+out = tempfile.TemporaryFile()
+outcome = crewai_adapter.run_crew(echo_crew, {"input": {"topic": "bees"}}, Emitter(os.dup(out.fileno())))
+out.seek(0)
+types = [json.loads(line)["type"] for line in out.read().decode().splitlines()]
+print(json.dumps([outcome.event_type, types, "emit" in vars(crewai_event_bus)]))
+"""
+
+
+def test_an_event_crewd_cannot_read_is_left_out_without_breaking_the_crew_and_the_bus_is_left_as_it_was():
+    completed = subprocess.run(
+        [sys.executable, "-c", RELAY_CHECK],
+        cwd=PROJECTS,
+        env=runner_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert completed.returncode == 0, completed.stderr
+    outcome, types, still_wrapped = json.loads(completed.stdout.splitlines()[-1])
+    assert outcome == "run.completed"
+    assert "task.started" not in types
+    assert types.count("task.completed") == 1 and "agent.action" in types
+    assert still_wrapped is False
