@@ -10,7 +10,6 @@ export type ProcessExit =
   | { kind: 'spawn_failed'; error: string };
 
 export interface RunnerProcess {
-  readonly pid: number | undefined;
   /** Resolves once the process is running (true) or could not start (false). */
   readonly started: Promise<boolean>;
   /** Resolves once the process exited and its output was read to the end. */
@@ -103,9 +102,6 @@ export function startRunnerProcess(
   });
 
   return {
-    get pid() {
-      return launched?.pid;
-    },
     started,
     exited,
     lastStderrLine: () => lastStderr,
