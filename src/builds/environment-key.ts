@@ -15,6 +15,9 @@ export const PYTHON_RUNNER_DIR =
     .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
     .find((folder) => existsSync(folder)) ?? fileURLToPath(new URL('../../runners/python', import.meta.url));
 
+/** Whether this installation carries the runner: looked at once, as the folder is part of the installation. */
+export const PYTHON_RUNNER_PRESENT = existsSync(PYTHON_RUNNER_DIR);
+
 /** Every file's path, mode and contents: a project installed as a package is its whole folder. */
 async function hashTree(hash: Hash, folder: string): Promise<void> {
   const entries = await readdir(folder, { recursive: true, withFileTypes: true });

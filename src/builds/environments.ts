@@ -3,12 +3,12 @@ import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { findOnPath } from '../program-search.js';
 import { COMPLETE, claim, lock, pin } from './environment-cache.js';
-import { environmentKey, PYTHON_RUNNER_DIR } from './environment-key.js';
+import { environmentKey, PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environment-key.js';
 import { python3Of, versionOf } from './host-tools.js';
 import type { Project } from './project.js';
 import { BuildFailure, runStep, type StepTools } from './run-step.js';
 
-export { PYTHON_RUNNER_DIR } from './environment-key.js';
+export { PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environment-key.js';
 
 /** A built environment: where runs find their interpreter and packages. */
 export interface BuiltEnvironment {
@@ -85,7 +85,7 @@ async function buildPython(project: Project, projectDir: string, venv: string, g
   const [create, install] = await pythonCommands(installs, venv, tools);
   if (create) await runStep('creating the virtual environment', create, projectDir, tools);
   if (install && installs.length > 0) await runStep('installing the dependencies', install, projectDir, tools);
-  if (existsSync(PYTHON_RUNNER_DIR)) {
+  if (PYTHON_RUNNER_PRESENT) {
     await writeFile(path.join(await sitePackages(venv), 'crewd-runner.pth'), `${PYTHON_RUNNER_DIR}\n`);
     tools.log(`crewd runner: ${PYTHON_RUNNER_DIR}`, 'stdout');
   }

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -20,7 +19,7 @@ import { newId } from '../ids.js';
 import { insertEvents } from '../runs/repository.js';
 import { type BuiltVersion, buildVersionFiles, readBuilt, removeVersionFiles } from './builder.js';
 import { removeLeftovers, removeUnusedEnvironments } from './cleanup.js';
-import { PYTHON_RUNNER_DIR } from './environments.js';
+import { PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environments.js';
 import type { ForkServers } from './fork-servers.js';
 import { detectProject } from './project.js';
 import * as repo from './repository.js';
@@ -242,7 +241,7 @@ export function createBuildService(options: BuildServiceOptions) {
       const env: Record<string, string> = { ...values, ...version.env, PATH: [...bins, runnerPath].join(':') };
       if (built.importPaths.length > 0) env.PYTHONPATH = built.importPaths.join(':');
       // The crewd Python runner, which the environment imports from crewd's own folder, wherever that lies.
-      const runner = built.environmentDir && existsSync(PYTHON_RUNNER_DIR) ? [PYTHON_RUNNER_DIR] : [];
+      const runner = built.environmentDir && PYTHON_RUNNER_PRESENT ? [PYTHON_RUNNER_DIR] : [];
       const readOnly = [
         path.dirname(built.projectDir),
         ...(built.environmentDir ? [built.environmentDir] : []),
