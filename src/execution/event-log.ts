@@ -100,17 +100,16 @@ export class RunEventLog {
 
   /**
    * Stops taking events, waits for the insert in flight, and hands over the events not yet
-   * stored (to go into the run's ending statement) with the next free sequence number.
+   * stored (to go into the run's ending statement) with the next free sequence number. They stay
+   * in the backlog: a stream that opens before that statement commits reads none of them from the
+   * store, so it must get them here.
    */
   async close(): Promise<{ unstored: repo.EventRow[]; nextSeq: number }> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     while (this.flushing) await this.flushing;
-    const unstored = this.pending.map((event) => this.row(event));
-    this.pending = [];
-    this.pendingBytes = 0;
-    return { unstored, nextSeq: this.nextSeq };
+    return { unstored: this.pending.map((event) => this.row(event)), nextSeq: this.nextSeq };
   }
 
   private remember(event: StoredEvent): void {
