@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { bootstrapDefaultOrganization } from '../../src/access/bootstrap.js';
@@ -67,9 +70,14 @@ async function listenOn(app: FastifyInstance): Promise<string> {
   return `http://127.0.0.1:${address.port}`;
 }
 
-/** The one way tests build the app: on a fresh database (or `database`), bootstrapped with ADMIN_KEY. */
+/**
+ * The one way tests build the app: on a fresh database (or `database`), bootstrapped with ADMIN_KEY,
+ * and a DATA_DIR of its own unless `env` names one. Test files run side by side, and an app sharing
+ * another's DATA_DIR would remove that one's built versions at its start (they are not in its database).
+ */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestContext> {
-  const config = testConfig(options.env);
+  const ownDataDir = options.env?.DATA_DIR ? null : mkdtempSync(path.join(tmpdir(), 'crewd-test-'));
+  const config = testConfig({ ...(ownDataDir ? { DATA_DIR: ownDataDir } : {}), ...options.env });
   const database = options.database ?? (await createTestDatabase());
   await bootstrapDefaultOrganization(database.handle.db, config.bootstrapApiKey);
   let logText = '';
@@ -119,6 +127,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestCo
     async close() {
       await ctx.closeApp();
       await database.destroy();
+      if (ownDataDir) rmSync(ownDataDir, { recursive: true, force: true });
     },
   };
   if (options.listen) ctx.baseUrl = await listenOn(ctx.app);
