@@ -67,10 +67,7 @@ def warm_up_child():
 def _complete_pydantic_models():
     from pydantic import BaseModel
 
-    pending = [BaseModel]
-    while pending:
-        model = pending.pop()
-        pending.extend(model.__subclasses__())
+    for model in _subclasses(BaseModel):
         if model.__module__.startswith("crewai") and not getattr(model, "__pydantic_complete__", True):
             try:
                 model.model_rebuild()
@@ -81,16 +78,22 @@ def _complete_pydantic_models():
 def _build_flow_definitions():
     from crewai.flow.flow import Flow
 
-    pending = [Flow]
-    while pending:
-        flow_class = pending.pop()
-        pending.extend(flow_class.__subclasses__())
+    for flow_class in _subclasses(Flow):
         build = getattr(flow_class, "flow_definition", None)
         if callable(build):
             try:
                 build()
             except Exception:  # built on the class's first instance instead, as before
                 pass
+
+
+def _subclasses(base):
+    """`base` and every class below it that is loaded."""
+    pending = [base]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        yield cls
 
 
 def run_crew(target, request, emitter):

@@ -60,7 +60,7 @@ def run_child(header, fds, tmp, load, inherited):
         os._exit(code)
 
 
-def wait_as_spare(control, load, inherited, hot_ranges, regions, warm_up=None):
+def wait_as_spare(control, load, inherited, hot_ranges, regions, warm_up):
     """Never returns: a child forked ahead of its run. It does `warm_up` (what the adapter can do ahead of a run) and
     copies the pages runs write (hot_pages), stopping as soon as the run comes, while it waits on `control` for the
     run's connection (with SCM_RIGHTS) and, after it, `{"tmp": …, "learn": …}` and the request's header line; the

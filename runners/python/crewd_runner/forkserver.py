@@ -95,7 +95,7 @@ class Child:
 
 
 class ForkServer:
-    def __init__(self, listener, socket_path, load, idle_seconds, warm_up_child=None, header_seconds=5.0):
+    def __init__(self, listener, socket_path, load, idle_seconds, warm_up_child, header_seconds):
         self._listener = listener
         self._socket_path = socket_path
         self._socket_id = file_id(socket_path)

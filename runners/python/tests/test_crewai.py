@@ -99,6 +99,16 @@ def test_a_flow_reports_each_method_and_returns_its_result_and_state(projects):
     assert output["state"]["steps"] == ["pick_topic", "outline"]
 
 
+def last_line_of(script):
+    """Runs `script` in a fresh interpreter of the test environment (CrewAI's state is process-wide), in the test
+    projects' folder; its last line of output, as JSON."""
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=PROJECTS, env=runner_env(), capture_output=True, text=True, timeout=180
+    )
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
 WARM_UP_CHECK = """
 import json
 from crewai.agents.agent_executor import AgentExecutor
@@ -117,11 +127,7 @@ print(json.dumps([before, built, started_by_server, crewai_event_bus._executor_i
 def test_a_fork_server_builds_crewais_flow_definitions_and_its_children_start_the_event_bus_ahead():
     # What a first kickoff builds per class is built once in the server; the bus's threads, which a fork would not
     # carry over, are started by each child before its run comes.
-    completed = subprocess.run(
-        [sys.executable, "-c", WARM_UP_CHECK], env=runner_env(), capture_output=True, text=True, timeout=180
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert json.loads(completed.stdout.splitlines()[-1]) == [False, True, False, True]
+    assert last_line_of(WARM_UP_CHECK) == [False, True, False, True]
 
 
 RELAY_CHECK = """
@@ -144,16 +150,7 @@ print(json.dumps([outcome.event_type, types, "emit" in vars(crewai_event_bus)]))
 
 
 def test_an_event_crewd_cannot_read_is_left_out_without_breaking_the_crew_and_the_bus_is_left_as_it_was():
-    completed = subprocess.run(
-        [sys.executable, "-c", RELAY_CHECK],
-        cwd=PROJECTS,
-        env=runner_env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert completed.returncode == 0, completed.stderr
-    outcome, types, still_wrapped = json.loads(completed.stdout.splitlines()[-1])
+    outcome, types, still_wrapped = last_line_of(RELAY_CHECK)
     assert outcome == "run.completed"
     assert "task.started" not in types
     assert types.count("task.completed") == 1 and "agent.action" in types

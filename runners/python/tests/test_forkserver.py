@@ -161,11 +161,17 @@ def is_alive(pid):
     return True
 
 
+def wait_until(condition, seconds=5):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def wait_gone(pid):
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and is_alive(pid):
-        time.sleep(0.05)
-    return not is_alive(pid)
+    return wait_until(lambda: not is_alive(pid), seconds=10)
 
 
 def test_a_signal_line_stops_the_child_and_the_server_reports_that_signal(graph_server, tmp_path):
@@ -216,15 +222,6 @@ def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
         assert result.returncode == 0, result.stderr
         assert result.of_type("task.started") == [{"task": "write", "agent": "Writer"}]
         assert result.last["data"]["output"]["raw"] == "one line"
-
-
-def wait_until(condition, seconds=5):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def server_children(server):
