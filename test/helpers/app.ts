@@ -51,11 +51,16 @@ export interface TestAppOptions {
   listen?: boolean;
 }
 
+/**
+ * A test's settings, with a DATA_DIR of its own unless `env` names one: test files run side by side,
+ * and an app sharing another's DATA_DIR would remove that one's built versions at its start (they
+ * are not in its database).
+ */
 export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({
     BOOTSTRAP_API_KEY: ADMIN_KEY,
     LOG_LEVEL: 'silent',
-    DATA_DIR: './data-test',
+    DATA_DIR: env.DATA_DIR ?? mkdtempSync(path.join(tmpdir(), 'crewd-test-')),
     PATH: process.env.PATH ?? '',
     // The suite runs sandboxed where bubblewrap works (auto), and plain with RUNNER_SANDBOX=off.
     RUNNER_SANDBOX: process.env.RUNNER_SANDBOX,
@@ -70,14 +75,11 @@ async function listenOn(app: FastifyInstance): Promise<string> {
   return `http://127.0.0.1:${address.port}`;
 }
 
-/**
- * The one way tests build the app: on a fresh database (or `database`), bootstrapped with ADMIN_KEY,
- * and a DATA_DIR of its own unless `env` names one. Test files run side by side, and an app sharing
- * another's DATA_DIR would remove that one's built versions at its start (they are not in its database).
- */
+/** The one way tests build the app: on a fresh database (or `database`), bootstrapped with ADMIN_KEY. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestContext> {
-  const ownDataDir = options.env?.DATA_DIR ? null : mkdtempSync(path.join(tmpdir(), 'crewd-test-'));
-  const config = testConfig({ ...(ownDataDir ? { DATA_DIR: ownDataDir } : {}), ...options.env });
+  const config = testConfig(options.env);
+  // A DATA_DIR the test did not name was made for this app alone, and goes with it.
+  const ownDataDir = options.env?.DATA_DIR ? null : config.dataDir;
   const database = options.database ?? (await createTestDatabase());
   await bootstrapDefaultOrganization(database.handle.db, config.bootstrapApiKey);
   let logText = '';
