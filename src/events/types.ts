@@ -22,7 +22,7 @@ export interface LiveEvent {
   json: string;
   /** Present on the final event (a run's or a build's). */
   end?: StreamEnd;
-  /** The encoded SSE frame, made by the first stream that sends the event and shared by the rest. */
+  /** The encoded SSE frame as an HTTP chunk, made by the first stream that sends the event and shared by the rest. */
   frame?: Buffer;
   /** Came from another instance: announced once stored, so a gap before it can be read from the store. */
   remote?: boolean;

@@ -10,19 +10,40 @@ const CLOSE_GRACE_MS = 10_000;
 const REPLAY_QUEUE_BYTES = 64 * 1024;
 
 /**
- * The SSE frame of an event, encoded once and shared by every client of the run: with a
- * thousand clients, one event costs one encoding and a thousand zero-copy socket writes.
+ * A frame as one HTTP/1.1 chunk (its size line, the frame, CRLF). A chunked response's frames go
+ * straight to its socket in this form, one buffer each, shared by every client: Node's own
+ * chunked write would add three small pieces per frame and client, which is most of a large
+ * fan-out's cost. A response that is not chunked is sent the frame alone (frameIn).
  */
-function frameOf(event: LiveEvent): Buffer {
-  event.frame ??= Buffer.from(`id: ${event.seq}\ndata: ${event.json}\n\n`);
+function chunkOf(frame: string): Buffer {
+  const size = Buffer.byteLength(frame);
+  const sizeLine = `${size.toString(16)}\r\n`;
+  const chunk = Buffer.allocUnsafe(sizeLine.length + size + 2);
+  chunk.write(sizeLine, 0, 'latin1');
+  chunk.write(frame, sizeLine.length, 'utf8');
+  chunk.write('\r\n', sizeLine.length + size, 'latin1');
+  return chunk;
+}
+
+/** The frame inside a chunk: after its size line, before the closing CRLF. */
+function frameIn(chunk: Buffer): Buffer {
+  return chunk.subarray(chunk.indexOf(0x0a) + 1, chunk.length - 2);
+}
+
+/**
+ * The SSE frame of an event as a chunk, encoded once and shared by every client of the run: with
+ * a thousand clients, one event costs one encoding and a thousand zero-copy socket writes.
+ */
+function chunkOfEvent(event: LiveEvent): Buffer {
+  event.frame ??= chunkOf(`id: ${event.seq}\ndata: ${event.json}\n\n`);
   return event.frame;
 }
 
 /** The last message without id, encoded once: a run's `complete` goes to all its streams in a row. */
-let lastUntracked = { json: '', frame: Buffer.alloc(0) };
-function untrackedFrameOf(json: string): Buffer {
-  if (lastUntracked.json !== json) lastUntracked = { json, frame: Buffer.from(`data: ${json}\n\n`) };
-  return lastUntracked.frame;
+let lastUntracked: { json: string; chunk: Buffer } = { json: '', chunk: Buffer.alloc(0) };
+function untrackedChunkOf(json: string): Buffer {
+  if (lastUntracked.json !== json) lastUntracked = { json, chunk: chunkOf(`data: ${json}\n\n`) };
+  return lastUntracked.chunk;
 }
 
 export interface SseSink extends StreamSink {
@@ -41,6 +62,9 @@ export interface SseSink extends StreamSink {
 export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_BACKLOG_BYTES): SseSink {
   const sse = reply.sse;
   const raw = reply.raw;
+  const socket = raw.socket;
+  /** Node puts the header on the wire with the first write through the response; chunks may follow it straight. */
+  let headerOnWire = false;
   let queue: Buffer[] = [];
   let queuedBytes = 0;
   /** In the writer's queue, or waiting for the socket's `drain`: either way a flush will come. */
@@ -63,6 +87,7 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
     queue = [];
     queuedBytes = 0;
     raw.off('drain', onDrain);
+    socket?.off('drain', onDrain);
     wakeWaiters();
     resolveEnded();
   };
@@ -103,65 +128,86 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
   /** Everything queued has been handed to the socket. */
   function settled(): void {
     if (state === 'closing') finalize();
-    else if (!raw.writableNeedDrain) wakeWaiters();
+    else if (!needsDrain()) wakeWaiters();
+  }
+
+  /** Whether the socket's buffer is full, as the response or the socket itself reports it. */
+  function needsDrain(): boolean {
+    return raw.writableNeedDrain || socket?.writableNeedDrain === true;
+  }
+
+  function waitForDrain(): void {
+    if (socket?.writableNeedDrain) socket.once('drain', onDrain);
+    else raw.once('drain', onDrain);
+  }
+
+  /** Writes queued chunks, straight to the socket once it has the header, else as frames through the response. */
+  function writeQueued(budget: number): number {
+    const straight = headerOnWire && raw.chunkedEncoding && socket !== null;
+    const corked = queue.length > 1;
+    if (corked) raw.cork();
+    let written = 0;
+    while (queue.length > 0 && written < budget && !needsDrain()) {
+      const chunk = queue.shift() as Buffer;
+      queuedBytes -= chunk.length;
+      written += chunk.length;
+      if (straight) socket.write(chunk);
+      else raw.write(frameIn(chunk));
+    }
+    if (corked) raw.uncork();
+    if (written > 0) headerOnWire = true;
+    return written;
   }
 
   const paced: PacedSink = {
     flush(budget) {
       flushPending = false;
       if (state === 'closed') return 0;
-      let written = 0;
-      raw.cork();
-      while (queue.length > 0 && written < budget && !raw.writableNeedDrain) {
-        const frame = queue.shift() as Buffer;
-        queuedBytes -= frame.length;
-        written += frame.length;
-        raw.write(frame);
-      }
-      raw.uncork();
-      if (raw.writableNeedDrain) {
+      const written = writeQueued(budget);
+      if (needsDrain()) {
         flushPending = true;
-        raw.once('drain', onDrain);
+        waitForDrain();
       } else if (queue.length > 0) requestFlush();
       else settled();
       return written;
     },
   };
 
-  function write(frame: Buffer, bounded: boolean): boolean {
+  function write(chunk: Buffer, bounded: boolean): boolean {
     if (state !== 'open') return false;
-    if (bounded && queuedBytes + raw.writableLength + frame.length > maxBacklogBytes) {
+    if (bounded && queuedBytes + raw.writableLength + chunk.length > maxBacklogBytes) {
       drop();
       return false;
     }
-    queue.push(frame);
-    queuedBytes += frame.length;
+    queue.push(chunk);
+    queuedBytes += chunk.length;
     requestFlush();
     return true;
   }
 
-  const backlogged = () => state === 'open' && (queuedBytes >= REPLAY_QUEUE_BYTES || raw.writableNeedDrain);
+  const backlogged = () => state === 'open' && (queuedBytes >= REPLAY_QUEUE_BYTES || needsDrain());
 
   return {
     ended,
-    send: (event) => write(frameOf(event), true),
+    send: (event) => write(chunkOfEvent(event), true),
     sendUntracked: (json) => {
-      write(untrackedFrameOf(json), false);
+      write(untrackedChunkOf(json), false);
     },
     comment(text) {
       // Only while nothing waits: behind a backlog a comment would tell the client nothing.
-      if (state !== 'open' || queue.length > 0 || raw.writableNeedDrain) return;
+      if (state !== 'open' || queue.length > 0 || needsDrain()) return;
       raw.write(`: ${text}\n\n`);
+      headerOnWire = true;
     },
     backlogged,
     drained: () =>
       new Promise<void>((resolve) => {
-        if (state !== 'open' || (queue.length === 0 && !raw.writableNeedDrain)) resolve();
+        if (state !== 'open' || (queue.length === 0 && !needsDrain())) resolve();
         else {
           waiters.push(resolve);
           if (!flushPending) {
             flushPending = true;
-            raw.once('drain', onDrain);
+            waitForDrain();
           }
         }
       }),
@@ -174,7 +220,7 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
       const lagging = () => {
         if (state !== 'closing') return;
         // Still waiting for its turn (a burst to many streams): not the client's fault, wait on.
-        if (raw.writableNeedDrain) drop();
+        if (needsDrain()) drop();
         else setTimeout(lagging, CLOSE_GRACE_MS).unref();
       };
       setTimeout(lagging, CLOSE_GRACE_MS).unref();

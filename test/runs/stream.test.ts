@@ -61,6 +61,32 @@ describe('run event stream', () => {
     expect(stream.body).toMatch(/^id: 1\ndata: \{"type":"run.started"/);
   });
 
+  it('sends an HTTP/1.0 client (no chunked encoding) the same frames, unframed, until the connection closes', async () => {
+    const { run_id } = await startRun(ctx, slow, { ticks: 3, interval_ms: 100 });
+    const { port } = new URL(ctx.baseUrl);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    socket.write(`GET /v1/runs/${run_id}/events HTTP/1.0\r\nAuthorization: Bearer ${ADMIN_KEY}\r\n\r\n`);
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    await new Promise((resolve) => socket.once('close', resolve));
+    const response = Buffer.concat(chunks).toString('utf8');
+    const headEnd = response.indexOf('\r\n\r\n');
+    const head = response.slice(0, headEnd);
+    const body = response.slice(headEnd + 4);
+    expect(head).toMatch(/^HTTP\/1\.1 200/);
+    expect(head.toLowerCase()).not.toContain('transfer-encoding');
+    const frames = body.split('\n\n').filter((frame) => frame !== '');
+    expect(frames[0]).toMatch(/^id: 1\ndata: \{"type":"run.started"/);
+    expect(frames.at(-1)).toMatch(/^data: \{"type":"complete","status":"succeeded"/);
+    const ids = frames
+      .filter((frame) => frame.startsWith('id: '))
+      .map((frame) => Number(/^id: (\d+)/.exec(frame)?.[1]));
+    // run.started, three ticks' logs and run.completed at least, in order, with no chunk-size lines between.
+    expect(ids.length).toBeGreaterThanOrEqual(5);
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
+    expect(body).not.toMatch(/^[0-9a-f]+\r$/m);
+  });
+
   it('sends exactly one complete at once for a finished run', async () => {
     const { run_id } = await startRun(ctx, trivial, { a: 1 });
     await waitForRun(ctx, run_id);
