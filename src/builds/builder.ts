@@ -41,11 +41,19 @@ async function readBuiltFile(file: string): Promise<BuiltVersion | null> {
   }
 }
 
+/**
+ * Whether a version's files read earlier are all still on disk: its project folder, and its environment
+ * (which another instance sharing BUILD_CACHE_DIR, or an operator, may have removed).
+ */
+export function stillBuilt(built: BuiltVersion): boolean {
+  if (!existsSync(built.projectDir)) return false;
+  return !built.environmentDir || existsSync(path.join(built.environmentDir, COMPLETE));
+}
+
 /** The version's built files here, or null when missing or when their environment is gone from the cache. */
 export async function readBuilt(dataDir: string, versionId: string): Promise<BuiltVersion | null> {
   const built = await readBuiltFile(versionPaths(dataDir, versionId).built);
-  if (built?.environmentDir && !existsSync(path.join(built.environmentDir, COMPLETE))) return null;
-  return built;
+  return built && stillBuilt(built) ? built : null;
 }
 
 /** The ids of the versions with files on this instance. */

@@ -17,7 +17,7 @@ import type { ProcessLauncher } from '../execution/launcher.js';
 import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
 import { newId } from '../ids.js';
 import { insertEvents } from '../runs/repository.js';
-import { type BuiltVersion, buildVersionFiles, readBuilt, removeVersionFiles } from './builder.js';
+import { type BuiltVersion, buildVersionFiles, readBuilt, removeVersionFiles, stillBuilt } from './builder.js';
 import { removeLeftovers, removeUnusedEnvironments } from './cleanup.js';
 import { PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environments.js';
 import type { ForkServers } from './fork-servers.js';
@@ -149,11 +149,17 @@ export function createBuildService(options: BuildServiceOptions) {
 
   /**
    * The built files of a version on this instance, built here first (logging to `log`) when missing.
-   * A version's files never change once built, so each is read from disk once (`forget` drops it).
+   * A version's files never change once built, so each is read from disk once (`forget` drops it),
+   * and only checked to be still there before each run: removed, they are built again.
    */
   async function builtHere(version: Pick<RunVersion, 'id' | 'org_id' | 'bundle_sha256'>, log: BuildLogger) {
     const known = builtVersions.get(version.id);
-    if (known) return known;
+    if (known) {
+      if (stillBuilt(known)) return known;
+      // Its files went: a fork server that imported them goes too.
+      builtVersions.delete(version.id);
+      options.forkServers?.forget(version.id);
+    }
     const built = await readBuilt(config.dataDir, version.id);
     if (built) {
       builtVersions.set(version.id, built);

@@ -21,6 +21,8 @@ interface Spare {
   /** The name of the run folder moved into it, once a run took it. */
   runFolder: string | null;
   process: LaunchedProcess;
+  /** Its shape's stamp when it was made. */
+  stamp: string;
   exited: boolean;
   idleTimer: NodeJS.Timeout;
 }
@@ -58,13 +60,14 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
     const folder = path.join(runsDir, `${SPARE_PREFIX}${process.pid}-${randomToken(12)}`);
     mkdirSync(folder);
     const plan = shape.spare(folder);
+    const stamp = shape.stamp();
     const launched = await launcher.launch({ ...plan, stdin: null, confinement: { writable: [], readOnly: [] } });
     if ('error' in launched) {
       await rm(folder, { recursive: true, force: true });
       throw new Error(launched.error);
     }
     const idleTimer = setTimeout(() => end(spare), idleMs);
-    const spare: Spare = { folder, runFolder: null, process: launched, exited: false, idleTimer };
+    const spare: Spare = { folder, runFolder: null, process: launched, stamp, exited: false, idleTimer };
     spare.idleTimer.unref();
     void launched.exit.then(async () => {
       spare.exited = true;
@@ -92,12 +95,15 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
       .finally(() => starting.delete(shape.key));
   }
 
-  function takeSpare(key: string): Spare | null {
-    const spare = waiting.get(key);
+  function takeSpare(shape: SpareShape): Spare | null {
+    const spare = waiting.get(shape.key);
     if (!spare) return null;
-    waiting.delete(key);
+    waiting.delete(shape.key);
     clearTimeout(spare.idleTimer);
-    return spare.exited ? null : spare;
+    if (spare.exited) return null;
+    if (spare.stamp === shape.stamp()) return spare;
+    end(spare);
+    return null;
   }
 
   /** The run's fresh scratch folder goes where the spare's sandbox sees it; a symlink leads there. */
@@ -112,7 +118,7 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
   return {
     /** The process in a spare of its shape, or null when none waits. */
     take(shape: SpareShape, stdin: string): LaunchedProcess | null {
-      const spare = takeSpare(shape.key);
+      const spare = takeSpare(shape);
       if (!spare) return null;
       try {
         if (shape.scratch) moveInto(spare, shape.scratch);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { findOnPath, isExecutableFile } from '../program-search.js';
 import { exportable, SPARE_SHELL, spareLine } from './spare-shell.js';
@@ -99,6 +99,12 @@ function hostTmpFolders(plan: ProcessPlan, cwd: string, hidden: readonly string[
   return [...folders].filter((folder) => !inHidden(folder));
 }
 
+/** Which folder on disk a path is now (device and inode), or `gone`. */
+function identity(folder: string): string {
+  const stats = statSync(folder, { throwIfNoEntry: false });
+  return stats ? `${stats.dev}:${stats.ino}` : 'gone';
+}
+
 /** Runners in Linux namespaces through bubblewrap. */
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const hidden = hiddenFolders(options);
@@ -147,6 +153,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
       const scratch = writable !== undefined && writable === cwd && path.dirname(cwd) === runsFolder ? cwd : null;
       if (more.length > 0 || (writable !== undefined && !scratch) || !exportable(plan.env)) return null;
       const args = readOnlyArguments(plan, cwd, confinement);
+      const bound = [cwd, ...confinement.readOnly.map(realFolder)].filter((folder) => folder !== scratch);
       // A scratch folder is made in the spare's own folder, seen as DATA_DIR/runs in there.
       const bindRuns = (folder: string) => (scratch ? ['--bind', realFolder(folder), runsFolder] : []);
       return {
@@ -160,6 +167,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
         line: spareLine({ ...plan, cwd }),
         scratch,
         fresh: () => wrapped(plan, args, confinement),
+        stamp: () => bound.map(identity).join(' '),
       };
     },
   };

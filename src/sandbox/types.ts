@@ -30,6 +30,11 @@ export interface SpareShape {
   scratch: string | null;
   /** What `wrap` gives for the request, when no spare waits (from the same arguments). */
   fresh(): ProcessPlan;
+  /**
+   * What the folders bound into the sandbox are now (which files on disk): a spare made before one
+   * of them was replaced, as a rebuilt version's files are, sees the old one and is not taken.
+   */
+  stamp(): string;
 }
 
 export interface Sandbox {

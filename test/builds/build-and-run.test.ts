@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PYTHON_RUNNER_DIR } from '../../src/builds/environments.js';
@@ -129,6 +129,27 @@ describe('bundles build and run from their own files', () => {
       .map((event) => (event.data as { message: string }).message);
     expect(lines.some((line) => /six/.test(line))).toBe(true);
     expect(log.messages.filter((m) => m.id).map((m) => Number(m.id))).toEqual(lines.map((_, i) => i + 1));
+  });
+
+  it('builds a version again when its files were removed under the running service', async () => {
+    const { deploymentId, version } = await deployBundle(
+      { 'package.json': JSON.stringify({ name: 'crew', main: 'crew.js' }), 'crew.js': NODE_CREW },
+      'removed-files',
+    );
+    expect((await runToEnd(deploymentId, { name: 'first' })).status).toBe('succeeded');
+    rmSync(path.join(dataDir, 'versions', version.id), { recursive: true, force: true });
+
+    const again = await startRun(ctx, deploymentId, { name: 'second' });
+    const ended = await waitForRun(ctx, again.run_id, undefined, 120_000);
+    expect(ended.status, JSON.stringify(ended)).toBe('succeeded');
+    expect(ended.output.greeting).toBe('second');
+    const stream = await readStream(`${ctx.baseUrl}/v1/runs/${again.run_id}/events`, {
+      headers: { 'last-event-id': '0' },
+    });
+    expect(dataOf(stream.messages)).toContainEqual({
+      type: 'log',
+      data: { message: `building version ${version.id} on this instance before its first run here`, stream: 'stdout' },
+    });
   });
 });
 
