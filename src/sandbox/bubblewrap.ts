@@ -153,7 +153,8 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
       const scratch = writable !== undefined && writable === cwd && path.dirname(cwd) === runsFolder ? cwd : null;
       if (more.length > 0 || (writable !== undefined && !scratch) || !exportable(plan.env)) return null;
       const args = readOnlyArguments(plan, cwd, confinement);
-      const bound = [cwd, ...confinement.readOnly.map(realFolder)].filter((folder) => folder !== scratch);
+      // stat follows links, so the folders as given name the same files as their real paths (found above already).
+      const bound = [cwd, ...confinement.readOnly].filter((folder) => folder !== scratch);
       // A scratch folder is made in the spare's own folder, seen as DATA_DIR/runs in there.
       const bindRuns = (folder: string) => (scratch ? ['--bind', realFolder(folder), runsFolder] : []);
       return {
