@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapDefaultOrganization } from '../../src/access/bootstrap.js';
 import { buildApp } from '../../src/app.js';
 import { createLogger } from '../../src/logger.js';
+import { testConfig } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { configFor, createRunContext, type RunContext, startRun, waitForRun } from '../runs/helpers.js';
+import { createRunContext, type RunContext, startRun, waitForRun } from '../runs/helpers.js';
 import { createDeployment } from './helpers.js';
 
 const KEY = 'k'.repeat(40);
@@ -67,11 +71,13 @@ describe('deployment variables', () => {
       [{}, /SECRETS_KEY is not set, but deployment variables are stored encrypted/],
       [{ SECRETS_KEY: 'x'.repeat(40) }, /SECRETS_KEY is not the key the deployment variables were stored with/],
     ] as const) {
-      const config = configFor({ ...env });
+      const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-test-'));
+      const config = testConfig({ ...env, DATA_DIR: dataDir });
       await bootstrapDefaultOrganization(database.handle.db, config.bootstrapApiKey);
       const app = await buildApp({ config, database: database.handle, logger: createLogger('silent') });
       await expect(app.ready()).rejects.toThrow(message);
       await app.close().catch(() => {});
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

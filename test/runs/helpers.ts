@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunTimings } from '../../src/compose.js';
-import { ADMIN_KEY, startTestApp, type TestContext, testConfig } from '../helpers/app.js';
+import { ADMIN_KEY, startTestApp, type TestContext } from '../helpers/app.js';
 import type { TestDatabase } from '../helpers/database.js';
 import { until } from '../helpers/poll.js';
 
@@ -13,8 +13,6 @@ export const crew = (file: string) => [process.execPath, path.join(CREWS, file)]
 export const FAST_TIMINGS: Partial<RunTimings> = { keepaliveMs: 200, pollMs: 100, killGraceMs: 300, leaseTickMs: 200 };
 
 export type RunContext = TestContext;
-
-export const configFor = testConfig;
 
 /** The app on a fresh database, listening on a real port (streams need real sockets). */
 export const createRunContext = (

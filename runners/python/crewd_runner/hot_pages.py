@@ -55,7 +55,8 @@ def held_ranges(regions):
                 pagemap.seek(start // PAGE * 8)
                 entries = pagemap.read((end - start) // PAGE * 8)
                 held = entries[7::8].translate(_HELD_TABLE)
-                ranges.extend((start + m.start() * PAGE, (m.end() - m.start()) * PAGE) for m in re.finditer(b"1+", held))
+                runs = re.finditer(b"1+", held)
+                ranges.extend((start + run.start() * PAGE, (run.end() - run.start()) * PAGE) for run in runs)
     except OSError:
         return []
     return _merged(ranges)[:MAX_RANGES]

@@ -7,6 +7,12 @@ from .jsonsafe import to_jsonable
 from .outcome import Outcome
 
 INTERRUPT_KEY = "__interrupt__"
+# What langchain_core imports when a run sets up its callbacks: each forked child would import them again.
+CALLBACK_IMPORTS = (
+    "langchain_core.tracers.context",
+    "langchain_core.tracers.run_collector",
+    "langchain_core.tracers.stdout",
+)
 
 
 def prepare_graph(target):
@@ -27,8 +33,7 @@ def warm_up():
     import langgraph.checkpoint.memory  # noqa: F401
     import langgraph.types  # noqa: F401
 
-    # What langchain_core imports when a run sets up its callbacks: each forked child would import them again.
-    for name in ("langchain_core.tracers.context", "langchain_core.tracers.run_collector", "langchain_core.tracers.stdout"):
+    for name in CALLBACK_IMPORTS:
         try:
             importlib.import_module(name)
         except ImportError:
