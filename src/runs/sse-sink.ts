@@ -71,6 +71,9 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
   let flushPending = false;
   let state: 'open' | 'closing' | 'closed' = 'open';
   let waiters: Array<() => void> = [];
+  /** While closing: when to look whether the client still lags; cleared once the response is over, so that it
+   * does not keep the response, its socket and this sink alive for the grace after they ended. */
+  let graceTimer: NodeJS.Timeout | null = null;
   let resolveEnded!: () => void;
   const ended = new Promise<void>((resolve) => {
     resolveEnded = resolve;
@@ -84,6 +87,8 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
   };
 
   const over = () => {
+    if (graceTimer) clearTimeout(graceTimer);
+    graceTimer = null;
     queue = [];
     queuedBytes = 0;
     raw.off('drain', onDrain);
@@ -218,12 +223,13 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
       // `complete`) reach the client first, if it reads them soon.
       if (!flushPending) requestFlush();
       const lagging = () => {
+        graceTimer = null;
         if (state !== 'closing') return;
         // Still waiting for its turn (a burst to many streams): not the client's fault, wait on.
         if (needsDrain()) drop();
-        else setTimeout(lagging, CLOSE_GRACE_MS).unref();
+        else graceTimer = setTimeout(lagging, CLOSE_GRACE_MS).unref();
       };
-      setTimeout(lagging, CLOSE_GRACE_MS).unref();
+      graceTimer = setTimeout(lagging, CLOSE_GRACE_MS).unref();
     },
     abort: drop,
   };

@@ -1,0 +1,62 @@
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { fastifySSE } from '@fastify/sse';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSseSink } from '../../src/runs/sse-sink.js';
+
+v8.setFlagsFromString('--expose-gc');
+const collectGarbage = vm.runInNewContext('gc') as () => void;
+
+let app: FastifyInstance;
+let port: number;
+/** The responses of the streams served so far, held weakly: the test asks whether they were let go. */
+const responses: Array<WeakRef<http.ServerResponse>> = [];
+
+beforeAll(async () => {
+  app = Fastify();
+  await app.register(fastifySSE, { heartbeatInterval: 0 });
+  // As the run event stream serves one: a message, then the sink closes the stream.
+  app.get('/stream', { sse: { kind: 'manual', heartbeat: false } }, async (_request, reply) => {
+    reply.sse.sendHeaders();
+    const sink = createSseSink(reply);
+    responses.push(new WeakRef(reply.raw));
+    sink.sendUntracked('{"type":"complete"}');
+    sink.close();
+    await sink.ended;
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  port = (app.server.address() as { port: number }).port;
+});
+
+afterAll(() => app.close());
+
+/** The stream's body, read to its end over a connection of its own that closes with it. */
+function readStream(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/stream', agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
+  });
+}
+
+describe('SSE sink', () => {
+  it('lets a closed stream go once it ended, well before the grace for lagging clients is over', async () => {
+    for (let i = 0; i < 5; i++) expect(await readStream()).toContain('data: {"type":"complete"}');
+    // The server's side of each connection closes a moment after the client's.
+    for (let attempt = 0; attempt < 50 && responses.some((ref) => ref.deref() !== undefined); attempt++) {
+      await sleep(20);
+      collectGarbage();
+    }
+    expect(responses.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
+  });
+});
