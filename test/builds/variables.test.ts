@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapDefaultOrganization } from '../../src/access/bootstrap.js';
 import { buildApp } from '../../src/app.js';
@@ -71,13 +69,13 @@ describe('deployment variables', () => {
       [{}, /SECRETS_KEY is not set, but deployment variables are stored encrypted/],
       [{ SECRETS_KEY: 'x'.repeat(40) }, /SECRETS_KEY is not the key the deployment variables were stored with/],
     ] as const) {
-      const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-test-'));
-      const config = testConfig({ ...env, DATA_DIR: dataDir });
+      // A DATA_DIR of its own, made by testConfig, removed below.
+      const config = testConfig({ ...env });
       await bootstrapDefaultOrganization(database.handle.db, config.bootstrapApiKey);
       const app = await buildApp({ config, database: database.handle, logger: createLogger('silent') });
       await expect(app.ready()).rejects.toThrow(message);
       await app.close().catch(() => {});
-      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(config.dataDir, { recursive: true, force: true });
     }
   });
 });

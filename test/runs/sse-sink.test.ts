@@ -1,11 +1,11 @@
 import http from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { fastifySSE } from '@fastify/sse';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSseSink } from '../../src/runs/sse-sink.js';
+import { until } from '../helpers/poll.js';
 
 v8.setFlagsFromString('--expose-gc');
 const collectGarbage = vm.runInNewContext('gc') as () => void;
@@ -53,10 +53,11 @@ describe('SSE sink', () => {
   it('lets a closed stream go once it ended, well before the grace for lagging clients is over', async () => {
     for (let i = 0; i < 5; i++) expect(await readStream()).toContain('data: {"type":"complete"}');
     // The server's side of each connection closes a moment after the client's; the grace is 10 s.
-    for (let attempt = 0; attempt < 100 && responses.some((ref) => ref.deref() !== undefined); attempt++) {
-      await sleep(50);
+    const released = () => {
       collectGarbage();
-    }
+      return responses.every((ref) => ref.deref() === undefined);
+    };
+    await until(released, 5000).catch(() => {});
     expect(responses.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
   });
 });
