@@ -157,33 +157,46 @@ async function withPlainServer(spawner: 'helper' | 'direct', task: (plain: Deplo
   }
 }
 
-/**
- * 300 runs 8 at a time through the sandboxed crewd and through the plain one, against as many
- * direct spawns, plain and in bwrap: the ratios say what the sandbox and the service each cost.
- */
-async function throughput(sandboxed: Deployed, plain: Deployed, sandbox: Sandbox): Promise<void> {
-  const input = { question: 'bench' };
-  const phases = {
-    api: () => runToComplete(sandboxed.server, sandboxed.trivial, input),
-    plainApi: () => runToComplete(plain.server, plain.trivial, input),
-    direct: () => spawnCrew('trivial.mjs', input),
-    directSandboxed: () => spawnCrew('trivial.mjs', input, sandbox),
-  };
-  const ms = { api: 0, plainApi: 0, direct: 0, directSandboxed: 0 };
-  // Three rounds of 100 of each in turn, so a change in the machine's load hits all alike.
+/** Milliseconds each path took for 300 runs 8 at a time, in three rounds of 100 of each in turn. */
+async function timePaths<Name extends string>(paths: Record<Name, () => Promise<void>>): Promise<Record<Name, number>> {
+  const ms = Object.fromEntries(Object.keys(paths).map((name) => [name, 0])) as Record<Name, number>;
+  // In turn, so that a change in the machine's load hits all alike.
   for (let round = 0; round < 3; round++) {
-    for (const [name, task] of Object.entries(phases) as Array<[keyof typeof ms, () => Promise<void>]>) {
+    for (const [name, task] of Object.entries(paths) as Array<[Name, () => Promise<void>]>) {
       const start = now();
       await inParallel(100, 8, task);
       ms[name] += now() - start;
     }
   }
-  printFigure('throughput, 300 runs 8 at a time through the API', (300 / ms.api) * 1000, 'runs/s');
-  printFigure('throughput baseline, 300 direct spawns 8 at a time', (300 / ms.direct) * 1000, 'runs/s');
+  return ms;
+}
+
+/**
+ * 300 runs 8 at a time through the sandboxed crewd, a plain one (spawner helper) and a plain one
+ * spawning from the service itself, against as many direct spawns, plain and in bwrap: the ratios
+ * say what the sandbox, the service and the spawner helper each cost.
+ */
+async function throughput(
+  sandboxed: Deployed,
+  plain: Deployed,
+  plainDirect: Deployed,
+  sandbox: Sandbox,
+): Promise<void> {
+  const input = { question: 'bench' };
+  const ms = await timePaths({
+    api: () => runToComplete(sandboxed.server, sandboxed.trivial, input),
+    plainApi: () => runToComplete(plain.server, plain.trivial, input),
+    plainDirectApi: () => runToComplete(plainDirect.server, plainDirect.trivial, input),
+    direct: () => spawnCrew('trivial.mjs', input),
+    directSandboxed: () => spawnCrew('trivial.mjs', input, sandbox),
+  });
+  const runsPerSecond = (total: number) => (300 / total) * 1000;
+  printFigure('throughput, 300 runs 8 at a time through the API', runsPerSecond(ms.api), 'runs/s');
+  printFigure('throughput baseline, 300 direct spawns 8 at a time', runsPerSecond(ms.direct), 'runs/s');
   printFigure('throughput ratio (API ÷ direct spawn)', ms.direct / ms.api, 'x', { op: '>=', target: 0.8 });
   printFigure(
     'throughput baseline, 300 direct spawns of the same bwrap command',
-    (300 / ms.directSandboxed) * 1000,
+    runsPerSecond(ms.directSandboxed),
     'runs/s',
   );
   printFigure('throughput ratio (API ÷ direct spawn of the same bwrap command)', ms.directSandboxed / ms.api, 'x');
@@ -192,30 +205,10 @@ async function throughput(sandboxed: Deployed, plain: Deployed, sandbox: Sandbox
     ms.direct / ms.directSandboxed,
     'x',
   );
-  printFigure(
-    'throughput without the sandbox, 300 runs 8 at a time through the API',
-    (300 / ms.plainApi) * 1000,
-    'runs/s',
-  );
+  printFigure('throughput, no sandbox, spawner helper', runsPerSecond(ms.plainApi), 'runs/s');
   printFigure('throughput ratio without the sandbox (API ÷ direct spawn)', ms.direct / ms.plainApi, 'x');
-}
-
-/** 300 runs 8 at a time through the helper and through crewd's own spawn, in turn (both unsandboxed). */
-async function throughputOfSpawners(plain: Deployed, plainDirect: Deployed): Promise<void> {
-  const input = { question: 'bench' };
-  let helperMs = 0;
-  let directMs = 0;
-  for (let round = 0; round < 3; round++) {
-    let start = now();
-    await inParallel(100, 8, () => runToComplete(plain.server, plain.trivial, input));
-    helperMs += now() - start;
-    start = now();
-    await inParallel(100, 8, () => runToComplete(plainDirect.server, plainDirect.trivial, input));
-    directMs += now() - start;
-  }
-  printFigure('throughput, no sandbox, spawner helper', (300 / helperMs) * 1000, 'runs/s');
-  printFigure('throughput, no sandbox, spawned by crewd itself', (300 / directMs) * 1000, 'runs/s');
-  printFigure('throughput ratio (spawner helper ÷ spawn from crewd)', directMs / helperMs, 'x');
+  printFigure('throughput, no sandbox, spawned by crewd itself', runsPerSecond(ms.plainDirectApi), 'runs/s');
+  printFigure('throughput ratio (spawner helper ÷ spawn from crewd)', ms.plainDirectApi / ms.plainApi, 'x');
 }
 
 /**
@@ -362,9 +355,8 @@ export async function run(): Promise<void> {
     await withPlainServer('helper', (plain) =>
       withPlainServer('direct', async (plainDirect) => {
         await latency({ server: sandboxed, trivial }, plain, plainDirect, sandbox);
-        await throughputOfSpawners(plain, plainDirect);
+        await throughput({ server: sandboxed, trivial }, plain, plainDirect, sandbox);
         spawnBlocking();
-        await throughput({ server: sandboxed, trivial }, plain, sandbox);
       }),
     );
     await relay(server, timed);
