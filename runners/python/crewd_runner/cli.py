@@ -57,6 +57,16 @@ def warm_up(args):
     return crewai_adapter.warm_up_child
 
 
+def rehearse(args):
+    """Before the crew's module is imported: a CrewAI kickoff of a built-in crew, so that forked children find
+    CrewAI's first-kickoff work done (crewai_rehearsal). Never raises."""
+    if args.graph:
+        return False
+    from . import crewai_rehearsal
+
+    return crewai_rehearsal.rehearse()
+
+
 def failure(error, emitter):
     """The traceback as a `log` event, the run failed with the exception's type and message."""
     emitter.log("".join(traceback.format_exception(error)).rstrip("\n"), stream="stderr")

@@ -98,14 +98,14 @@ def _subclasses(base):
 
 def run_crew(target, request, emitter):
     crew = prepare_crew(target)
-    with _relayed_events(emitter):
+    with relayed_events(emitter):
         result = crew.kickoff(inputs=request.get("input") or {})
     return Outcome("run.completed", {"output": crew_output(result)})
 
 
 def run_flow(target, request, emitter):
     flow = prepare_flow(target)
-    with _relayed_events(emitter):
+    with relayed_events(emitter):
         result = flow.kickoff(inputs=request.get("input") or {})
     return Outcome("run.completed", {"output": {"result": to_jsonable(result), "state": to_jsonable(flow.state)}})
 
@@ -126,7 +126,7 @@ def crew_output(result):
 
 
 @contextmanager
-def _relayed_events(emitter):
+def relayed_events(emitter):
     """The run's CrewAI events as crewd events, each written as CrewAI emits it, by the thread that emits it. The bus's
     `emit` is wrapped for the run: handlers registered on the bus would run later, on CrewAI's thread pool, in any
     order. CrewAI's own handlers and the crew's listeners run as ever, and are waited for at the end, so that what

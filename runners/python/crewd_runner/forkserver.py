@@ -66,7 +66,9 @@ def parse_args(argv):
 
 def preload(args, cwd):
     """(load, warm_up_child): imports the crew now; an import error is kept and fails each run, as it would without
-    the server. `warm_up_child` is what a child forked ahead does while it waits (or None)."""
+    the server. `warm_up_child` is what a child forked ahead does while it waits (or None). CrewAI's rehearsal comes
+    first: no listener or hook of the crew's module may hear it."""
+    cli.rehearse(args)
     try:
         loaded = cli.load_entry(args, cwd)
         warm_up_child = cli.warm_up(args)

@@ -12,11 +12,11 @@ import pytest
 from conftest import PROJECTS, RunnerResult, request, runner_env
 
 
-def start_server(kind, target, socket_path, *options):
+def start_server(kind, target, socket_path, *options, env=None):
     server = subprocess.Popen(
         [sys.executable, "-m", "crewd_runner.forkserver", f"--{kind}", target, "--socket", str(socket_path), *options],
         cwd=PROJECTS,
-        env=runner_env(),
+        env=runner_env(env),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -1,0 +1,73 @@
+"""The fork server's CrewAI rehearsal: a built-in crew's kickoff before the version's crew is imported, which must
+leave nothing behind that a run could see."""
+
+import json
+import subprocess
+import sys
+
+from conftest import PROJECTS, request, runner_env
+from test_forkserver import run_forked, start_server
+
+AFTER_REHEARSAL = """
+import json, os, tempfile, threading
+from crewai.events import crewai_event_bus
+from crewai.telemetry.telemetry import Telemetry
+from crewd_runner import crewai_rehearsal
+def stored():
+    found = os.walk(os.environ["XDG_DATA_HOME"])
+    return sorted(os.path.join(folder, name) for folder, _, names in found for name in names)
+environment, telemetry, stored_before = dict(os.environ), Telemetry._instance, stored()
+done = crewai_rehearsal.rehearse()
+print(json.dumps({
+    "rehearsed": done,
+    "threads": threading.active_count(),
+    "bus_started": crewai_event_bus._executor_initialized,
+    "environment_kept": dict(os.environ) == environment,
+    "telemetry_kept": Telemetry._instance is telemetry,
+    "left_in_tmp": os.listdir(tempfile.gettempdir()),
+    "stored_kept": stored() == stored_before,
+}))
+"""
+
+
+def test_the_rehearsal_leaves_no_thread_output_file_or_setting_behind(tmp_path):
+    tmp, data = tmp_path / "tmp", tmp_path / "data"
+    tmp.mkdir()
+    env = runner_env({"TMPDIR": str(tmp), "XDG_DATA_HOME": str(data)})
+    env.pop("OTEL_SDK_DISABLED")
+
+    completed = subprocess.run(
+        [sys.executable, "-c", AFTER_REHEARSAL], env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    # Its output went nowhere: the script's one line is all that reached standard output.
+    [line] = completed.stdout.splitlines()
+    assert json.loads(line) == {
+        "rehearsed": True,
+        "threads": 1,
+        "bus_started": False,
+        "environment_kept": True,
+        "telemetry_kept": True,
+        "left_in_tmp": [],
+        "stored_kept": True,
+    }
+
+
+def test_no_listener_of_the_crews_module_hears_the_rehearsal(tmp_path):
+    witness_file = tmp_path / "witnessed"
+    socket_path = tmp_path / "crew.sock"
+    server = start_server(
+        "crew", "rehearsal_witness:crew", socket_path, env={"WITNESS_FILE": str(witness_file)}
+    )
+    try:
+        result = run_forked(socket_path, PROJECTS, request({"topic": "bees"}), {"WITNESS_FILE": str(witness_file)})
+    finally:
+        server.terminate()
+        server.wait(10)
+
+    assert result.returncode == 0, result.stderr
+    assert result.last["data"]["output"]["raw"] == "done"
+    # One kickoff heard, the run's, in its child: not the server's two rehearsal kickoffs.
+    [pid] = witness_file.read_text().split()
+    assert int(pid) != server.pid
