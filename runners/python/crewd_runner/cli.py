@@ -59,7 +59,7 @@ def warm_up(args):
 
 def rehearse(args):
     """Before the crew's module is imported: a CrewAI kickoff of a built-in crew, so that forked children find
-    CrewAI's first-kickoff work done (crewai_rehearsal). Never raises."""
+    CrewAI's first-kickoff work done (crewai_rehearsal)."""
     if args.graph:
         return False
     from . import crewai_rehearsal

@@ -33,9 +33,14 @@ KICKOFFS = 2
 ANSWER = "Thought: I now know the final answer\nFinal Answer: rehearsed"
 
 
+class ThreadsLeft(RuntimeError):
+    """The rehearsal's threads could not all be stopped: a fork would lose them mid-work."""
+
+
 def rehearse():
-    """Kicks off the built-in crew KICKOFFS times, its events relayed as a run's are; whether it did. Never raises:
-    a rehearsal that fails leaves the work to the children, which pay it as they would have."""
+    """Kicks off the built-in crew KICKOFFS times, its events relayed as a run's are; whether it did. A rehearsal that
+    fails leaves the work to the children, which pay it as they would have; one whose threads outlive it raises
+    ThreadsLeft."""
     try:
         from crewai.events import crewai_event_bus as bus
 
@@ -54,10 +59,18 @@ def rehearse():
     except Exception:
         return False
     finally:
+        _restore(bus, telemetry, telemetry_before, storage)
+
+
+def _restore(bus, telemetry, telemetry_before, storage):
+    with contextlib.suppress(Exception):
         _stop_bus_threads(bus)
-        if telemetry is not None and telemetry_before is None:
-            telemetry._instance = None
-        shutil.rmtree(storage, ignore_errors=True)
+    if telemetry is not None and telemetry_before is None:
+        telemetry._instance = None
+    shutil.rmtree(storage, ignore_errors=True)
+    if threading.active_count() != 1:
+        names = ", ".join(thread.name for thread in threading.enumerate() if thread is not threading.main_thread())
+        raise ThreadsLeft(f"the CrewAI rehearsal left threads running ({names}), which a fork would lose")
 
 
 def _kick_off(relayed_events, sink):

@@ -38,7 +38,7 @@ import socket
 import sys
 import tempfile
 
-from . import cli, hot_pages
+from . import cli, crewai_rehearsal, hot_pages
 from .forkchild import remove_private_tmp, run_child, wait_as_spare
 from .forkwire import exit_message, forward_signal, kill_group, receive_request, send_final
 
@@ -68,7 +68,11 @@ def preload(args, cwd):
     """(load, warm_up_child): imports the crew now; an import error is kept and fails each run, as it would without
     the server. `warm_up_child` is what a child forked ahead does while it waits (or None). CrewAI's rehearsal comes
     first: no listener or hook of the crew's module may hear it."""
-    cli.rehearse(args)
+    try:
+        cli.rehearse(args)
+    except crewai_rehearsal.ThreadsLeft as error:
+        # Runs then run without a server (crewd waits a while before it starts another).
+        sys.exit(f"crewd fork server: {error}")
     try:
         loaded = cli.load_entry(args, cwd)
         warm_up_child = cli.warm_up(args)

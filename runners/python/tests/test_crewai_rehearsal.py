@@ -54,6 +54,25 @@ def test_the_rehearsal_leaves_no_thread_output_file_or_setting_behind(tmp_path):
     }
 
 
+THREADS_KEPT = """
+from crewd_runner import crewai_rehearsal
+crewai_rehearsal._stop_bus_threads = lambda bus: None
+try:
+    crewai_rehearsal.rehearse()
+except crewai_rehearsal.ThreadsLeft as error:
+    print(error)
+"""
+
+
+def test_a_rehearsal_whose_threads_outlive_it_says_so_rather_than_let_the_server_fork():
+    completed = subprocess.run(
+        [sys.executable, "-c", THREADS_KEPT], env=runner_env(), capture_output=True, text=True, timeout=120
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert "the CrewAI rehearsal left threads running (CrewAIEventsLoop" in completed.stdout
+
+
 def test_no_listener_of_the_crews_module_hears_the_rehearsal(tmp_path):
     witness_file = tmp_path / "witnessed"
     socket_path = tmp_path / "crew.sock"
