@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 
+from .crewai_adapter import relayed_events
 from .protocol import Emitter
 
 QUIET_ENV = {
@@ -43,8 +44,6 @@ def rehearse():
     ThreadsLeft."""
     try:
         from crewai.events import crewai_event_bus as bus
-
-        from .crewai_adapter import relayed_events
     except ImportError:
         return False
     if not _bus_can_stop(bus) or threading.active_count() != 1:
@@ -54,7 +53,7 @@ def rehearse():
     storage = tempfile.mkdtemp(prefix="crewd-rehearsal-")
     try:
         with _environment({**QUIET_ENV, "XDG_DATA_HOME": storage}), _in_process_locks(), _output_discarded() as sink:
-            _kick_off(relayed_events, sink)
+            _kick_off(sink)
         return True
     except Exception:
         return False
@@ -73,7 +72,7 @@ def _restore(bus, telemetry, telemetry_before, storage):
         raise ThreadsLeft(f"the CrewAI rehearsal left threads running ({names}), which a fork would lose")
 
 
-def _kick_off(relayed_events, sink):
+def _kick_off(sink):
     emitter = Emitter(os.dup(sink))
     try:
         for _ in range(KICKOFFS):
