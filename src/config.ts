@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_RUN_LIMITS, type RunLimits } from './execution/limits.js';
 
 const booleanString = z
   .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
@@ -17,6 +18,17 @@ const retrySchedule = z.string().transform((value, ctx) => {
 const positiveNumber = z.coerce.number({ message: 'must be a number' }).positive('must be positive');
 const count = (min: number) => z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(min);
 
+/** Colon-separated absolute folders (RUNNER_EXTRA_PATHS). */
+const extraPaths = z.string().transform((value, ctx) => {
+  const folders = value.split(':').filter((folder) => folder !== '');
+  const relative = folders.find((folder) => !path.isAbsolute(folder));
+  if (relative !== undefined) {
+    ctx.addIssue({ code: 'custom', message: `must be absolute folders separated by colons, not ${relative}` });
+    return z.NEVER;
+  }
+  return folders.map((folder) => path.resolve(folder));
+});
+
 const configSchema = z.object({
   PORT: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -29,11 +41,15 @@ const configSchema = z.object({
   PUBLIC_URL: z.url({ message: 'must be an absolute URL' }).optional(),
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanString.default(false),
   MAX_CONCURRENT_RUNS: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1).default(16),
+  MAX_RUNS_PER_ORGANIZATION: count(0).default(0),
+  CRON_MIN_INTERVAL_SECONDS: count(1).default(60),
+  MAX_CRONS_PER_ORGANIZATION: count(1).default(100),
   EVENT_STREAM_TIMEOUT_SECONDS: positiveNumber.default(1800),
   WEBHOOK_TIMEOUT_SECONDS: positiveNumber.default(30),
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
   INSTANCE_LEASE_SECONDS: positiveNumber.default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['pretty', 'json'], { message: 'must be pretty or json' }).optional(),
   METRICS_PORT: z.coerce
     .number({ message: 'must be a number' })
     .int('must be an integer')
@@ -43,6 +59,14 @@ const configSchema = z.object({
   RUNNER_SANDBOX: z.enum(['auto', 'on', 'off'], { message: 'must be auto, on or off' }).default('auto'),
   RUNNER_NETWORK: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
   RUNNER_SPAWNER: z.enum(['helper', 'direct'], { message: 'must be helper or direct' }).default('helper'),
+  RUNNER_EXTRA_PATHS: extraPaths.default([]),
+  RUN_MEMORY_MB: count(64).default(DEFAULT_RUN_LIMITS.memoryMb),
+  RUN_CPU_SECONDS: count(1).default(DEFAULT_RUN_LIMITS.cpuSeconds),
+  RUN_MAX_PROCESSES: count(16).default(DEFAULT_RUN_LIMITS.processes),
+  RUN_TMP_MB: count(1).default(DEFAULT_RUN_LIMITS.tmpMb),
+  RUN_HOME_MB: count(1).default(DEFAULT_RUN_LIMITS.homeMb),
+  RUN_MAX_EVENTS: count(1).default(DEFAULT_RUN_LIMITS.events),
+  RUN_MAX_OUTPUT_MB: count(1).default(DEFAULT_RUN_LIMITS.outputMb),
   DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
   TABLE_INDEX_MIN_ROWS: z.coerce
     .number({ message: 'must be a number' })
@@ -62,6 +86,7 @@ const configSchema = z.object({
   MAX_CONCURRENT_BUILDS: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1).default(2),
   BUILD_TIMEOUT_SECONDS: positiveNumber.default(900),
   BUILD_CACHE_DIR: z.string().min(1).optional(),
+  BUILD_PYTHON_INSTALLER: z.enum(['uv', 'pip'], { message: 'must be uv or pip' }).default('uv'),
   PYTHON_FORK_SERVER_IDLE_SECONDS: z.coerce
     .number({ message: 'must be a number' })
     .min(0, 'must be 0 or more')
@@ -73,6 +98,9 @@ const configSchema = z.object({
 
 type ParsedEnv = z.output<typeof configSchema>;
 
+/** The names of every setting crewd reads (for the start's warning about unknown ones that look like them). */
+export const SETTING_NAMES: readonly string[] = Object.keys(configSchema.shape);
+
 export interface Config {
   port: number;
   host: string;
@@ -82,11 +110,19 @@ export interface Config {
   publicUrl: string;
   webhookAllowPrivateUrls: boolean;
   maxConcurrentRuns: number;
+  /** Run slots of this instance one organization may hold; 0: a share computed from MAX_CONCURRENT_RUNS (run-queue.ts). */
+  maxRunsPerOrganization: number;
+  /** The shortest time between two due times of a cron. */
+  cronMinIntervalSeconds: number;
+  /** The most crons one organization may have. */
+  maxCronsPerOrganization: number;
   eventStreamTimeoutSeconds: number;
   webhookTimeoutSeconds: number;
   webhookRetrySchedule: number[];
   instanceLeaseSeconds: number;
   logLevel: ParsedEnv['LOG_LEVEL'];
+  /** Log lines for people (pretty) or for log storage (json); unset: pretty when standard output is a terminal. */
+  logFormat?: 'pretty' | 'json' | undefined;
   /** Requests one API key may make per minute on one instance; 0 turns the limit off. */
   rateLimitPerMinute: number;
   /** Set: GET /metrics is served on this port (same HOST) and not on PORT. */
@@ -97,6 +133,10 @@ export interface Config {
   runnerNetwork: ParsedEnv['RUNNER_NETWORK'];
   /** `helper`: runners forked by a small helper process; `direct`: by the service itself (for measuring). */
   runnerSpawner: ParsedEnv['RUNNER_SPAWNER'];
+  /** Folders the sandbox shows runners read-only besides the machine's programs (command versions' programs). */
+  runnerExtraPaths: string[];
+  /** What one run may use (RUN_MEMORY_MB, RUN_CPU_SECONDS, …); CONTRACTS §12 "Limits". */
+  runLimits: RunLimits;
   /** On PostgreSQL, statements sent again and again are prepared once per connection (off: behind PgBouncer < 1.21). */
   databasePreparedStatements: boolean;
   /** Requests with a missing or unknown key one client address may make per minute; 0: no limit. */
@@ -125,6 +165,8 @@ export interface Config {
   buildTimeoutSeconds: number;
   /** Built environments and package-tool caches, per organization; default DATA_DIR/environments. */
   buildCacheDir: string;
+  /** uv (from PATH, else installed once into the build cache's build-tools) or the machine's pip. */
+  buildPythonInstaller: 'uv' | 'pip';
   /** A Python version's fork server exits after this long without a run; 0: no fork servers. */
   pythonForkServerIdleSeconds: number;
   /** Encrypts deployment variables at rest (AES-256-GCM) when set. */
@@ -159,16 +201,30 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: (parsed.PUBLIC_URL ?? `http://localhost:${parsed.PORT}`).replace(/\/+$/, ''),
     webhookAllowPrivateUrls: parsed.WEBHOOK_ALLOW_PRIVATE_URLS,
     maxConcurrentRuns: parsed.MAX_CONCURRENT_RUNS,
+    maxRunsPerOrganization: parsed.MAX_RUNS_PER_ORGANIZATION,
+    cronMinIntervalSeconds: parsed.CRON_MIN_INTERVAL_SECONDS,
+    maxCronsPerOrganization: parsed.MAX_CRONS_PER_ORGANIZATION,
     eventStreamTimeoutSeconds: parsed.EVENT_STREAM_TIMEOUT_SECONDS,
     webhookTimeoutSeconds: parsed.WEBHOOK_TIMEOUT_SECONDS,
     webhookRetrySchedule: parsed.WEBHOOK_RETRY_SCHEDULE,
     instanceLeaseSeconds: parsed.INSTANCE_LEASE_SECONDS,
     logLevel: parsed.LOG_LEVEL,
+    logFormat: parsed.LOG_FORMAT,
     rateLimitPerMinute: parsed.RATE_LIMIT_PER_MINUTE,
     metricsPort: parsed.METRICS_PORT,
     runnerSandbox: parsed.RUNNER_SANDBOX,
     runnerNetwork: parsed.RUNNER_NETWORK,
     runnerSpawner: parsed.RUNNER_SPAWNER,
+    runnerExtraPaths: parsed.RUNNER_EXTRA_PATHS,
+    runLimits: {
+      memoryMb: parsed.RUN_MEMORY_MB,
+      cpuSeconds: parsed.RUN_CPU_SECONDS,
+      processes: parsed.RUN_MAX_PROCESSES,
+      tmpMb: parsed.RUN_TMP_MB,
+      homeMb: parsed.RUN_HOME_MB,
+      events: parsed.RUN_MAX_EVENTS,
+      outputMb: parsed.RUN_MAX_OUTPUT_MB,
+    },
     databasePreparedStatements: parsed.DATABASE_PREPARED_STATEMENTS === 'on',
     tableIndexMinRows: parsed.TABLE_INDEX_MIN_ROWS,
     failedAuthLimitPerMinute: parsed.FAILED_AUTH_LIMIT_PER_MINUTE,
@@ -184,6 +240,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     maxConcurrentBuilds: parsed.MAX_CONCURRENT_BUILDS,
     buildTimeoutSeconds: parsed.BUILD_TIMEOUT_SECONDS,
     buildCacheDir: parsed.BUILD_CACHE_DIR ?? path.join(parsed.DATA_DIR, 'environments'),
+    buildPythonInstaller: parsed.BUILD_PYTHON_INSTALLER,
     pythonForkServerIdleSeconds: parsed.PYTHON_FORK_SERVER_IDLE_SECONDS,
     secretsKey: parsed.SECRETS_KEY,
     buildEnv: Object.fromEntries(

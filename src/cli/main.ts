@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ApiError, unwrap } from '../client/index.js';
+import { adminKeyCommand } from './admin-key.js';
 import { type Api, apiErrorMessage, CliError, createApi } from './api.js';
 import type { CliContext } from './context.js';
 import { loadCredentials, saveCredentials } from './credentials.js';
@@ -35,6 +36,8 @@ export async function runCli(
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text.trimEnd()), writeErr: (text) => io.err(text.trimEnd()) });
   loginCommand(program, env, io);
+  adminKeyCommand(program, env, io);
+  serveCommand(program, env);
   deployCommand(program, context);
   runCommand(program, context);
   runsCommands(program, context);
@@ -51,6 +54,17 @@ export async function runCli(
     else io.err(`crewd: ${(error as Error).message}`);
     return error instanceof CliError ? error.exitCode : 2;
   }
+}
+
+function serveCommand(program: Command, env: NodeJS.ProcessEnv) {
+  program
+    .command('serve')
+    .description('Start the service, with the same settings as `npm start` (environment variables, see the README)')
+    .action(async () => {
+      // Loaded only here: the other commands need none of the service.
+      const { serve } = await import('../service/serve.js');
+      await serve(env);
+    });
 }
 
 function loginCommand(program: Command, env: NodeJS.ProcessEnv, io: Io) {

@@ -92,6 +92,9 @@ export function createSpawner(logger: Logger): ProcessLauncher {
     const started = spawn(process.execPath, [HELPER_PATH], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       env: {},
+      // A group of its own: Ctrl-C in crewd's terminal is crewd's to handle (it stops the runs, then the helper); the
+      // helper still ends when crewd does, by the IPC channel closing.
+      detached: true,
       serialization: 'json',
     });
     started.on('message', (message) => onMessage(message as HelperMessage));
