@@ -62,7 +62,9 @@ function reaching(baseUrl: string): typeof fetch {
 
 /** What the CLI says of an error of the API: its message, and what to fix when that is known. */
 export function apiErrorMessage(error: ApiError): string {
-  if (error.status === 401) return `${error.message}: check the API key (crewd login --key, or CREWD_API_KEY)`;
+  if (error.status === 401) {
+    return `${error.message}: check the API key (crewd login --key, or CREWD_API_KEY): use the admin key crewd printed at its first start; lost it? on the service's machine, stop crewd and run \`npx crewd admin-key\` for a new one`;
+  }
   return error.message;
 }
 
