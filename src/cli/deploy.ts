@@ -1,6 +1,9 @@
 import path from 'node:path';
+import { detectProject } from '../builds/project.js';
+import { inspectBundle } from '../builds/unpack.js';
 import { uploadBundle } from '../client/index.js';
-import type { Api } from './api.js';
+import { AppError } from '../errors.js';
+import { type Api, CliError } from './api.js';
 import { resolveDeployment } from './deployments.js';
 import type { Io } from './output.js';
 import { packProject } from './pack.js';
@@ -17,8 +20,7 @@ export interface DeployOptions {
  */
 export async function deploy(api: Api, io: Io, dir: string, options: DeployOptions): Promise<number> {
   const folder = path.resolve(dir);
-  const bundle = await packProject(folder);
-  io.err(`Packed ${folder} (${(bundle.length / 1024).toFixed(1)} KiB)`);
+  const bundle = await pack(io, folder);
   const deploymentId = await resolveDeployment(api, options.deployment, true);
   const query = options.environment ? { environment: options.environment } : {};
   const version = await uploadBundle(api.client, deploymentId, bundle, query);
@@ -42,4 +44,25 @@ export async function deploy(api: Api, io: Io, dir: string, options: DeployOptio
   }
   io.err(`Build failed: ${complete.data.error ?? 'no reason given'}`);
   return 1;
+}
+
+/**
+ * Packs the folder, saying which likely secrets it left out, and recognises the project as the service will, so
+ * that a bundle the service would refuse is refused before a deployment is created for it.
+ */
+async function pack(io: Io, folder: string): Promise<Buffer> {
+  const secrets: string[] = [];
+  const bundle = await packProject(folder, { onSecretLeftOut: (relative) => secrets.push(relative) });
+  io.err(`Packed ${folder} (${(bundle.length / 1024).toFixed(1)} KiB)`);
+  if (secrets.length > 0) {
+    io.err(`Left out as likely secrets: ${secrets.join(', ')}`);
+    io.err('  (give their values as deployment variables; to upload one anyway, add !<its name> to .crewdignore)');
+  }
+  try {
+    detectProject(await inspectBundle(bundle));
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    throw new CliError(`${folder} cannot be deployed: ${error.message}. Nothing was created`);
+  }
+  return bundle;
 }

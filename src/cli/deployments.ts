@@ -3,9 +3,13 @@ import { type Api, CliError } from './api.js';
 
 const PAGE = 1000;
 
-/** The deployment named (or with that id); created when `create` and no deployment has that name. */
+/**
+ * The deployment with that id (`dep_…`) or name; created when `create` and no deployment has that name. An id that
+ * names no deployment (nor is a deployment's name) is an error, never the name of a new deployment.
+ */
 export async function resolveDeployment(api: Api, nameOrId: string, create: boolean): Promise<string> {
-  if (nameOrId.startsWith('dep_')) {
+  const isId = nameOrId.startsWith('dep_');
+  if (isId) {
     try {
       return (await unwrap(api.client.GET('/v1/deployments/{id}', { params: { path: { id: nameOrId } } }))).id;
     } catch (error) {
@@ -16,6 +20,11 @@ export async function resolveDeployment(api: Api, nameOrId: string, create: bool
   }
   const found = await findByName(api, nameOrId);
   if (found) return found;
+  if (isId) {
+    throw new CliError(
+      `No deployment ${nameOrId}: check the id (GET /v1/deployments lists them), or give a name to create a deployment`,
+    );
+  }
   if (!create)
     throw new CliError(`No deployment named ${nameOrId}: deploy it first (crewd deploy --deployment ${nameOrId})`);
   return (await unwrap(api.client.POST('/v1/deployments', { body: { name: nameOrId } }))).id;

@@ -1,14 +1,11 @@
 import { mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { Parser } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDataDir } from '../builds/helpers.js';
 import { ADMIN_KEY } from '../helpers/app.js';
 import { createRunContext, crew, type RunContext } from '../runs/helpers.js';
-import { CLI_TEST_TIMEOUT, jsonLines, runCrewd } from './helpers.js';
+import { bundleEntries, CLI_TEST_TIMEOUT, jsonLines, runCrewd } from './helpers.js';
 
 let ctx: RunContext;
 let home: string;
@@ -45,21 +42,6 @@ function makeProject(): string {
   }
   writeFileSync(path.join(dir, 'lib', 'util.js'), 'module.exports = 1;');
   return dir;
-}
-
-async function bundleEntries(deploymentId: string, versionId: string): Promise<string[]> {
-  const response = await ctx.call('GET', `/v1/deployments/${deploymentId}/versions/${versionId}/bundle`);
-  const entries: string[] = [];
-  await pipeline(
-    Readable.from([response.rawPayload]),
-    new Parser({
-      onReadEntry: (entry) => {
-        entries.push(entry.path.replace(/^\.\//, ''));
-        entry.resume();
-      },
-    }),
-  );
-  return entries.filter(Boolean).sort();
 }
 
 describe('the crewd command against a running service', { timeout: CLI_TEST_TIMEOUT }, () => {
@@ -105,7 +87,7 @@ describe('the crewd command against a running service', { timeout: CLI_TEST_TIME
     const deployments = (await ctx.call('GET', '/v1/deployments')).json().deployments;
     const deployment = deployments.find((d: { name: string }) => d.name === 'cli-crew');
     expect(deployment.environments.production.version_id).toBe(versionId);
-    expect(await bundleEntries(deployment.id, versionId)).toEqual([
+    expect(await bundleEntries(ctx, deployment.id, versionId)).toEqual([
       '.crewdignore',
       'crew.js',
       'lib/',

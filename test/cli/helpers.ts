@@ -1,5 +1,9 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Parser } from 'tar';
+import type { RunContext } from '../runs/helpers.js';
 
 const CLI = path.resolve(import.meta.dirname, '../../src/cli/crewd.mjs');
 
@@ -12,11 +16,11 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `crewd ARGS` as a user would (the package.json bin), with HOME and its config folder in `home`. */
+/** Runs `crewd ARGS` as a user would (the package.json bin), with `home` as its HOME (its login is saved there). */
 export function runCrewd(home: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: home, ...env },
     });
     let stdout = '';
     let stderr = '';
@@ -32,3 +36,19 @@ export const jsonLines = (stdout: string) =>
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line));
+
+/** The paths in a version's stored bundle, sorted (folders with a trailing `/`). */
+export async function bundleEntries(ctx: RunContext, deploymentId: string, versionId: string): Promise<string[]> {
+  const response = await ctx.call('GET', `/v1/deployments/${deploymentId}/versions/${versionId}/bundle`);
+  const entries: string[] = [];
+  await pipeline(
+    Readable.from([response.rawPayload]),
+    new Parser({
+      onReadEntry: (entry) => {
+        entries.push(entry.path.replace(/^\.\//, ''));
+        entry.resume();
+      },
+    }),
+  );
+  return entries.filter(Boolean).sort();
+}
