@@ -7,14 +7,29 @@ crew writes can break a protocol line or be mistaken for one.
 import io
 import logging
 import os
+import re
 import sys
 import threading
 
 _DRAIN_SECONDS = 2.0
+# Terminal escape sequences (colours, cursor moves, hyperlinks): CrewAI's verbose panels are full of them, and a log
+# event is read in a browser or a log store, not a terminal.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def readable(text: str) -> str:
+    """`text` without terminal escapes, trailing spaces or blank lines at either end; "" when nothing is left."""
+    lines = [line.rstrip() for line in _ESCAPES.sub("", text).replace("\r\n", "\n").split("\n")]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
 
 
 class LogWriter(io.TextIOBase):
-    """A text stream that turns each complete line into a `log` event."""
+    """A text stream that turns the complete lines of each write into one `log` event: a panel that a library prints
+    in one call (CrewAI's verbose output, a traceback) stays one message with its line breaks."""
 
     def __init__(self, emitter, stream, fd):
         super().__init__()
@@ -45,10 +60,9 @@ class LogWriter(io.TextIOBase):
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         with self._lock:
-            lines = (self._pending + text).split("\n")
-            self._pending = lines.pop()
-        for line in lines:
-            self._send(line)
+            complete, newline, self._pending = (self._pending + text).rpartition("\n")
+        if newline:
+            self._send(complete)
         return len(text)
 
     def flush(self):
@@ -56,10 +70,10 @@ class LogWriter(io.TextIOBase):
             rest, self._pending = self._pending, ""
         self._send(rest)
 
-    def _send(self, line):
-        line = line.rstrip("\r")
-        if line.strip():
-            self._emitter.log(line, stream=self._stream)
+    def _send(self, block):
+        message = readable(block)
+        if message:
+            self._emitter.log(message, stream=self._stream)
 
 
 class _BytesToText:
@@ -122,6 +136,6 @@ class OutputCapture:
     def _pump_lines(self, read_fd):
         with os.fdopen(read_fd, "rb") as pipe:
             for raw in pipe:
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if line.strip():
+                line = readable(raw.decode("utf-8", errors="replace"))
+                if line:
                     self._emitter.log(line, stream="stdout")

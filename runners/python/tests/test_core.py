@@ -67,13 +67,24 @@ def test_an_object_without_a_json_form_becomes_its_string():
     assert to_jsonable({"x": Opaque()}) == {"x": "opaque thing"}
 
 
-def test_the_log_writer_sends_whole_lines_and_skips_blank_ones():
+def test_the_log_writer_sends_the_whole_lines_of_each_write_as_one_event():
     recorder = Recorder()
     writer = LogWriter(recorder, "stdout", 1)
 
     writer.write("first ")
-    writer.write("line\n\n   \nsecond\r\nthird")
-    assert [data["message"] for _, data in recorder.events] == ["first line", "second"]
+    writer.write("line\n")
+    writer.write("\n   \n")
+    writer.write("a panel\r\n  its second line  \nthird")
+    assert [data["message"] for _, data in recorder.events] == ["first line", "a panel\n  its second line"]
     writer.flush()
 
     assert recorder.events[-1] == ("log", {"message": "third", "stream": "stdout"})
+
+
+def test_terminal_escapes_are_left_out_of_log_events():
+    recorder = Recorder()
+    writer = LogWriter(recorder, "stdout", 1)
+
+    writer.write("\x1b[35m\x1b[1m╭── Agent Started ──╮\x1b[0m\n\x1b[35m│\x1b[0m Researcher \x1b[35m│\x1b[0m\n")
+    writer.write("\x1b]8;id=1;https://example.org\x1b\\link\x1b]8;;\x1b\\\n")
+    assert [data["message"] for _, data in recorder.events] == ["╭── Agent Started ──╮\n│ Researcher │", "link"]
