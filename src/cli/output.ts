@@ -18,11 +18,36 @@ export function humanLine(event: StreamEvent): string {
   const { type, data } = event.data as { type: string; data?: Record<string, unknown> };
   const prefix = event.seq === null ? '' : `[${event.seq}] `;
   if (type === 'log' && data && typeof data.message === 'string') {
-    return `${prefix}log${data.stream === 'stderr' ? ' (stderr)' : ''}  ${data.message}`;
+    // A message of several lines (a panel, a traceback) keeps them, indented under its head.
+    return `${prefix}log${data.stream === 'stderr' ? ' (stderr)' : ''}  ${data.message.replaceAll('\n', '\n    ')}`;
   }
   if (type === 'run.failed') return `${prefix}run.failed  ${String(data?.error ?? '')}`;
+  if (type === 'run.interrupted') return `${prefix}run.interrupted  ${questions(data?.interrupts)}`;
   if (type === 'heartbeat') return `${prefix}heartbeat  ${String(event.data.status ?? '')}`;
-  return `${prefix}${type}  ${compact(data)}`;
+  return `${prefix}${type}  ${compact(withoutCheckpoint(data))}`;
+}
+
+/** An event's data without its `checkpoint` (the runner's own, kilobytes of base64 that nobody reads). */
+function withoutCheckpoint(data: Record<string, unknown> | undefined) {
+  if (!data || !('checkpoint' in data)) return data;
+  const { checkpoint: _checkpoint, ...rest } = data;
+  return rest;
+}
+
+/**
+ * What an interrupt asks, one per interrupt (`{"question": "…"}` values as their question): not its checkpoint, which
+ * is the runner's to read and is kilobytes of base64.
+ */
+function questions(interrupts: unknown): string {
+  if (!Array.isArray(interrupts)) return '';
+  return interrupts
+    .map((interrupt: { value?: unknown }) => {
+      const value = interrupt?.value as { question?: unknown } | string | undefined;
+      if (typeof value === 'string') return value;
+      if (value && typeof value === 'object' && typeof value.question === 'string') return value.question;
+      return compact(value ?? null);
+    })
+    .join(' | ');
 }
 
 /** The `complete` of a run as a line, and the exit code it means (0 succeeded, 1 otherwise). */
