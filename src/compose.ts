@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { createAccessService } from './access/service.js';
+import { createAccessService, organizationsRefused } from './access/service.js';
 import { createForkServers } from './builds/fork-servers.js';
 import { createBuildService } from './builds/service.js';
 import { createInstanceCaches } from './cache/instance-caches.js';
@@ -108,7 +108,10 @@ export async function composeServices({ config, database, logger, ...options }: 
   };
   const listener = database.pool ? createPgListener({ connection: database.pool.options, logger }) : null;
   const caches = createInstanceCaches({ db, backend: database.backend, listener });
-  const access = createAccessService(db, caches);
+  const access = createAccessService(db, caches, {
+    organizationsRefused: organizationsRefused(sandbox.kind, config.runnerSandbox),
+    organizationCreated: () => executor.organizationCreated(),
+  });
   const deployments = createDeploymentService(db);
   const tables = createTableService(db);
   const rows = createRowService(db, {
@@ -196,6 +199,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     runnerPath: config.runnerPath,
     killGraceMs: timings.killGraceMs,
     tickMs: timings.leaseTickMs ?? Math.max(200, (config.instanceLeaseSeconds * 1000) / 3),
+    maxRunsPerOrganization: config.maxRunsPerOrganization,
     observer,
     wakeUps,
     prepareVersion: builds.prepareVersion,

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { generateApiKey, hashSecret } from '../auth/keys.js';
 import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Database, Role } from '../db/types.js';
-import { notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import * as repo from './repository.js';
@@ -20,10 +20,35 @@ const toApiKey = (row: { id: string; name: string; role: Role; created_at: Date 
   created_at: toIso(row.created_at),
 });
 
-export function createAccessService(db: Kysely<Database>, caches: Pick<InstanceCaches, 'changing'>) {
+export interface AccessOptions {
+  /** Why organizations beyond the default one may not be made (runners without isolation); null: they may. */
+  organizationsRefused?: string | null;
+  /** An organization was made: the run queue's shares between organizations apply. */
+  organizationCreated?: () => void;
+}
+
+/**
+ * Why no further organization may be made: with runners as plain processes, one organization's
+ * crews can read another's data, unless the operator said RUNNER_SANDBOX=off knowing it (CONTRACTS §12).
+ */
+export function organizationsRefused(sandboxKind: 'bubblewrap' | 'none', runnerSandbox: string): string | null {
+  if (sandboxKind !== 'none' || runnerSandbox === 'off') return null;
+  return (
+    'Runners run as plain processes (RUNNER_SANDBOX=auto found no usable bubblewrap), so the crews of one ' +
+    "organization could read another's variables and data: install bubblewrap (bwrap on PATH) and restart, or set " +
+    'RUNNER_SANDBOX=off to accept organizations without isolation (see "Runner isolation" in docs/operations.md)'
+  );
+}
+
+export function createAccessService(
+  db: Kysely<Database>,
+  caches: Pick<InstanceCaches, 'changing'>,
+  options: AccessOptions = {},
+) {
   return {
     async createOrganization(name: string) {
-      return db.transaction().execute(async (trx) => {
+      if (options.organizationsRefused) throw conflict(options.organizationsRefused);
+      const created = await db.transaction().execute(async (trx) => {
         const org = await repo.insertOrganization(trx, { id: newId('org'), name });
         const key = generateApiKey();
         const apiKey = await repo.insertApiKey(trx, {
@@ -35,6 +60,8 @@ export function createAccessService(db: Kysely<Database>, caches: Pick<InstanceC
         });
         return { ...toOrganization(org), api_key: { id: apiKey.id, name: apiKey.name, role: apiKey.role, key } };
       });
+      options.organizationCreated?.();
+      return created;
     },
 
     listOrganizations: async (page: { limit: number; offset: number }) =>

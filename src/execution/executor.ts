@@ -30,6 +30,8 @@ export interface ExecutorOptions {
   logger: Logger;
   maxConcurrentRuns: number;
   dataDir: string;
+  /** MAX_RUNS_PER_ORGANIZATION (0: a share computed from maxConcurrentRuns). */
+  maxRunsPerOrganization?: number | undefined;
   runnerPath: string | undefined;
   killGraceMs: number;
   /** Housekeeping tick (lease heartbeat, sweeps, queue poll). */
@@ -98,6 +100,8 @@ export function createRunExecutor(options: ExecutorOptions) {
     /** Runs whose processes are alive here (for tests and the bench). */
     activeCount: () => options.running.size,
   };
+    organizationCreated: queue.organizationCreated,
+
 }
 
 export type Executor = ReturnType<typeof createRunExecutor>;

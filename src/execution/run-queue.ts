@@ -4,27 +4,37 @@ import type { Database } from '../db/types.js';
 import * as repo from '../runs/repository.js';
 import type { LaunchSpec, RunStatus, ThreadState } from '../runs/types.js';
 import type { ActiveRuns } from './active-runs.js';
-import { Slots } from './slots.js';
+import { organizationShare, Slots } from './slots.js';
 import type { WakeUps } from './wake-ups.js';
 
 /** Reads a thread's values and latest checkpoint for a queued run that starts later. */
 export type ThreadStateLoader = (threadId: string) => Promise<ThreadState>;
 
+/** How often an instance that knows of one organization looks whether another was made elsewhere. */
+const ORGANIZATIONS_RECHECK_MS = 5_000;
+
 /**
  * Slots and pending runs: a new run takes a free slot at once unless queued runs come first;
- * queued runs (this instance's or any other's) start oldest first as slots free up.
+ * queued runs (this instance's or any other's) start oldest first as slots free up. An organization
+ * holding its share of the slots (MAX_RUNS_PER_ORGANIZATION, counted on this instance) queues, and
+ * its queued runs wait while other organizations' runs take the free slots.
  */
 export function createRunQueue(options: {
   db: Kysely<Database>;
   instanceId: string;
   maxConcurrentRuns: number;
+  /** MAX_RUNS_PER_ORGANIZATION: 0 for a share computed from maxConcurrentRuns. */
+  maxRunsPerOrganization?: number | undefined;
   activeRuns: ActiveRuns;
   loadThreadState: ThreadStateLoader;
   wakeUps?: WakeUps | undefined;
   logger: Logger;
 }) {
   const { db, activeRuns, logger } = options;
-  const slots = new Slots(options.maxConcurrentRuns);
+  const organizations = { known: 'one' as 'one' | 'several', checkedAt: 0 };
+  const share = () =>
+    organizationShare(options.maxConcurrentRuns, options.maxRunsPerOrganization ?? 0, organizations.known);
+  const slots = new Slots(options.maxConcurrentRuns, share);
   const state = {
     /** Taking runs: from the first successful contact with the database until shutdown. */
     open: false,
@@ -36,13 +46,22 @@ export function createRunQueue(options: {
     pump: { running: false, again: false },
   };
 
-  function slotFreed(): void {
-    slots.release();
+  function slotFreed(orgId: string): void {
+    // An organization at its share may have runs queued that only its own slot lets start.
+    if (slots.atCap(orgId)) state.pendingMayExist = true;
+    slots.release(orgId);
     // Only runs queued here are looked for at once; runs other instances queued wait for the tick.
     if (state.pendingMayExist) pump();
   }
 
-  const launch = (spec: LaunchSpec): Promise<RunStatus> => activeRuns.launch(spec, slotFreed);
+  const launch = (spec: LaunchSpec): Promise<RunStatus> => activeRuns.launch(spec, () => slotFreed(spec.run.org_id));
+
+  /** Organizations are never deleted: once there are several, there stay several. */
+  async function checkOrganizations(): Promise<void> {
+    if (organizations.known === 'several' || Date.now() - organizations.checkedAt < ORGANIZATIONS_RECHECK_MS) return;
+    organizations.checkedAt = Date.now();
+    if ((await repo.organizationsUpTo(db, 2)) > 1) organizations.known = 'several';
+  }
 
   /** Starts queued runs, oldest first, while slots are free. */
   function pump(): void {
@@ -60,9 +79,10 @@ export function createRunQueue(options: {
   }
 
   async function startPending(): Promise<void> {
+    await checkOrganizations();
     do {
       state.pump.again = false;
-      while (state.open && slots.tryTake()) {
+      while (state.open && slots.tryTakeAny()) {
         const queuedBefore = state.queuedHere;
         let claimed: LaunchSpec | null;
         try {
@@ -73,12 +93,14 @@ export function createRunQueue(options: {
         }
         if (!claimed) {
           slots.release();
+          // Runs of organizations at their share may wait still: their own slots' ends look again.
           // Only if no run was queued meanwhile (this search may have missed it).
           if (state.queuedHere === queuedBefore) state.pendingMayExist = false;
           break;
         }
         // There may be more: look again when a slot frees, and let new runs queue behind them.
         state.pendingMayExist = true;
+        slots.assign(claimed.run.org_id);
         void launch(claimed);
       }
     } while (state.pump.again && state.open);
@@ -86,7 +108,7 @@ export function createRunQueue(options: {
 
   async function claimNext(): Promise<LaunchSpec | null> {
     for (;;) {
-      const row = await repo.claimNextPending(db, options.instanceId);
+      const row = await repo.claimNextPending(db, options.instanceId, slots.organizationsAtCap());
       if (!row) return null;
       const version = await repo.findVersionForRun(db, row.version_id);
       // Null: the version vanished with its deployment; so did the run, by cascade. Try the next one.
@@ -106,14 +128,19 @@ export function createRunQueue(options: {
     launch,
     pump,
 
-    reserve(): boolean {
+    reserve(orgId: string): boolean {
       if (!state.open || state.pendingMayExist) return false;
-      return slots.tryTake();
+      return slots.tryTake(orgId);
     },
 
-    release(): void {
-      slots.release();
+    release(orgId: string): void {
+      slots.release(orgId);
       pump();
+    },
+
+    /** An organization was made here: shares apply from now on (other instances see it within seconds). */
+    organizationCreated(): void {
+      organizations.known = 'several';
     },
 
     enqueued(): void {

@@ -1,20 +1,66 @@
-/** Counts runner processes against MAX_CONCURRENT_RUNS. */
+/**
+ * Counts runner processes against MAX_CONCURRENT_RUNS, and each organization's against its cap
+ * (MAX_RUNS_PER_ORGANIZATION), so that one organization's queue cannot take every slot.
+ */
 export class Slots {
   private used = 0;
+  private readonly byOrganization = new Map<string, number>();
 
-  constructor(private readonly max: number) {}
+  constructor(
+    private readonly max: number,
+    /** The most slots one organization may hold now. */
+    private readonly cap: () => number,
+  ) {}
 
-  tryTake(): boolean {
+  /** A slot for a run of `orgId`, unless every slot is taken or the organization holds its share. */
+  tryTake(orgId: string): boolean {
+    if (this.atCap(orgId) || !this.tryTakeAny()) return false;
+    this.assign(orgId);
+    return true;
+  }
+
+  /** A slot not yet given to an organization (the queue then claims a run of one below its cap). */
+  tryTakeAny(): boolean {
     if (this.used >= this.max) return false;
     this.used++;
     return true;
   }
 
-  release(): void {
+  /** Gives a slot taken with tryTakeAny to the organization whose run took it. */
+  assign(orgId: string): void {
+    this.byOrganization.set(orgId, (this.byOrganization.get(orgId) ?? 0) + 1);
+  }
+
+  /** Gives back a slot (of `orgId`, when it had been given to one). */
+  release(orgId?: string): void {
     if (this.used > 0) this.used--;
+    if (orgId === undefined) return;
+    const held = (this.byOrganization.get(orgId) ?? 0) - 1;
+    if (held > 0) this.byOrganization.set(orgId, held);
+    else this.byOrganization.delete(orgId);
+  }
+
+  atCap(orgId: string): boolean {
+    return (this.byOrganization.get(orgId) ?? 0) >= this.cap();
+  }
+
+  /** The organizations holding their whole share: their queued runs wait for one of their own slots. */
+  organizationsAtCap(): string[] {
+    const cap = this.cap();
+    return [...this.byOrganization].filter(([, held]) => held >= cap).map(([orgId]) => orgId);
   }
 
   get inUse(): number {
     return this.used;
   }
+}
+
+/**
+ * MAX_RUNS_PER_ORGANIZATION as the number of slots: an explicit number, or for 0 three quarters of
+ * the slots (at least 1) once the installation has more than one organization, and every slot before.
+ */
+export function organizationShare(maxRuns: number, setting: number, organizations: 'one' | 'several'): number {
+  if (setting > 0) return setting;
+  if (organizations === 'one') return maxRuns;
+  return Math.max(1, maxRuns - Math.ceil(maxRuns / 4));
 }

@@ -239,8 +239,11 @@ const mayStart = sql<boolean>`(runs.thread_id is null or exists (
       select 1 from instances i
       where i.id = t.stopping_instance_id and i.expires_at > now() and i.stopped_at is null))))`;
 
-/** Claims the oldest pending run that may start for this instance; skips rows another instance is claiming. */
-export function claimNextPending(db: Db, instanceId: string) {
+/**
+ * Claims the oldest pending run that may start for this instance, of an organization not in
+ * `waitingOrganizations` (those holding their share of the slots); skips rows another instance is claiming.
+ */
+export function claimNextPending(db: Db, instanceId: string, waitingOrganizations: string[] = []) {
   return db
     .updateTable('runs')
     .set({ status: 'running', instance_id: instanceId, started_at: sql<Date>`now()` })
@@ -249,6 +252,7 @@ export function claimNextPending(db: Db, instanceId: string) {
         .selectFrom('runs')
         .select('id')
         .where('status', '=', 'pending')
+        .$if(waitingOrganizations.length > 0, (query) => query.where('org_id', 'not in', waitingOrganizations))
         .where(mayStart)
         .orderBy('created_at')
         .orderBy('id')
@@ -259,6 +263,12 @@ export function claimNextPending(db: Db, instanceId: string) {
     .where('status', '=', 'pending')
     .returning(runColumns)
     .executeTakeFirst();
+}
+
+/** How many organizations there are, counting no further than `limit`. */
+export async function organizationsUpTo(db: Db, limit: number): Promise<number> {
+  const rows = await db.selectFrom('organizations').select('id').limit(limit).execute();
+  return rows.length;
 }
 
 export function findVersionForRun(db: Db, versionId: string) {

@@ -148,7 +148,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
    */
   async function createPlain(params: CreateRunParams): Promise<CreatedRun | null> {
     const runId = newId('run');
-    const reserved = executor.reserve();
+    const reserved = executor.reserve(params.orgId);
     const now = new Date();
     let version: Version | undefined;
     try {
@@ -167,7 +167,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
         started_at: reserved ? now : null,
       });
     } finally {
-      if (reserved && !version) executor.release();
+      if (reserved && !version) executor.release(params.orgId);
     }
     if (!version) return null;
     const response: CreatedRun = {
@@ -229,7 +229,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
       let outcome: { replay: CreatedRun } | Created;
       try {
         outcome = await transactionRetried(threadId !== null, async (trx) => {
-          if (reserved) executor.release();
+          if (reserved) executor.release(params.orgId);
           reserved = false;
           if (ref) {
             const taken = await idempotency.claim(trx, ref, { ...response });
@@ -246,7 +246,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
               })
             : null;
           const afterCommit = turn?.displaced ? await displace(trx, turn.displaced, params.multitaskStrategy) : null;
-          reserved = (turn?.startable ?? true) && executor.reserve();
+          reserved = (turn?.startable ?? true) && executor.reserve(params.orgId);
           const now = new Date();
           response.status = reserved ? 'running' : 'pending';
           await repo.insertRun(trx, {
@@ -269,11 +269,11 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
           return { turn, afterCommit };
         });
       } catch (error) {
-        if (reserved) executor.release();
+        if (reserved) executor.release(params.orgId);
         throw error;
       }
       if ('replay' in outcome) {
-        if (reserved) executor.release();
+        if (reserved) executor.release(params.orgId);
         return outcome.replay;
       }
       outcome.afterCommit?.();

@@ -115,10 +115,10 @@ export interface LaunchSpec {
 /** The part that runs runs' processes, as the run service sees it (implemented by src/execution/). */
 export interface RunExecutor {
   readonly instanceId: string;
-  /** A slot for a new run, unless none is free or queued runs come first. */
-  reserve(): boolean;
+  /** A slot for a new run of `orgId`, unless none is free, queued runs come first or the organization holds its share. */
+  reserve(orgId: string): boolean;
   /** Gives back a reserved slot whose run was not created. */
-  release(): void;
+  release(orgId: string): void;
   /** Starts a run created as `running` under a reservation; resolves once it runs (or failed to start). */
   launch(spec: LaunchSpec): Promise<RunStatus>;
   /** A run was queued as pending: it starts when a slot is free, here or on another instance. */
