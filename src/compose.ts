@@ -95,6 +95,9 @@ export async function composeServices({ config, database, logger, ...options }: 
       network: config.runnerNetwork,
       dataDir: config.dataDir,
       hidden: outside(config.buildCacheDir, config.dataDir),
+      extraPaths: config.runnerExtraPaths,
+      limits: config.runLimits,
+      runnerPath: config.runnerPath,
       logger,
     }));
   const timings = { ...DEFAULT_RUN_TIMINGS, ...options.timings };
@@ -161,6 +164,7 @@ export async function composeServices({ config, database, logger, ...options }: 
   const forkServers = createForkServers({
     launcher,
     logger,
+    dataDir: config.dataDir,
     idleSeconds: config.pythonForkServerIdleSeconds,
     killGraceMs: timings.killGraceMs,
   });
@@ -195,11 +199,12 @@ export async function composeServices({ config, database, logger, ...options }: 
     threadRunStopped: threadRunStopped(db, queuedRunsMayStart),
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,
+    maxRunsPerOrganization: config.maxRunsPerOrganization,
     dataDir: config.dataDir,
     runnerPath: config.runnerPath,
     killGraceMs: timings.killGraceMs,
+    runLimits: config.runLimits,
     tickMs: timings.leaseTickMs ?? Math.max(200, (config.instanceLeaseSeconds * 1000) / 3),
-    maxRunsPerOrganization: config.maxRunsPerOrganization,
     observer,
     wakeUps,
     prepareVersion: builds.prepareVersion,
@@ -217,7 +222,10 @@ export async function composeServices({ config, database, logger, ...options }: 
   const threads = createThreadService({ db, runs, endRecorder, caches });
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
   const cronScheduler = createCronScheduler({ db, runs, logger, listener, timings: options.cronTimings });
-  const crons = createCronService(db, { changed: cronScheduler.changed });
+  const crons = createCronService(db, {
+    changed: cronScheduler.changed,
+    limits: { minIntervalSeconds: config.cronMinIntervalSeconds, maxPerOrganization: config.maxCronsPerOrganization },
+  });
   const streams = createRunStreams({
     db,
     feed: bus,

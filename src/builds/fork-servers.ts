@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
+import type { ForkServerAddress } from '../execution/fork-server-launcher.js';
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
 import { LineSplitter } from '../execution/line-splitter.js';
 
@@ -16,12 +16,14 @@ export interface ServerPlace {
 
 /** A run of a version through its fork server: the socket crewd asks it on (src/execution/fork-server-launcher.ts). */
 export interface ForkedRun {
-  forkSocket: string;
+  forkSocket: ForkServerAddress;
 }
 
 export interface ForkServersOptions {
   launcher: ProcessLauncher;
   logger: Logger;
+  /** crewd's data folder: every sandbox hides it, so the servers' sockets live in there. */
+  dataDir: string;
   /** A server with no run for this long exits (started again by the next run); 0 turns fork servers off. */
   idleSeconds: number;
   killGraceMs: number;
@@ -31,7 +33,7 @@ interface ForkServer {
   /** What the server was started with: a version whose variables changed needs a new one. */
   key: string;
   folder: string;
-  socket: string;
+  address: ForkServerAddress;
   /** Its process once launched: its group is ended to stop it. */
   process: LaunchedProcess | null;
   exited: Promise<void>;
@@ -40,6 +42,10 @@ interface ForkServer {
 /** After a server failed before it listened, its version runs without one this long, not a failing server per run. */
 const RETRY_AFTER_FAILURE_MS = 30_000;
 const MAX_LOG_LINE_BYTES = 16 * 1024;
+/** A Unix socket's path holds at most 107 bytes and a NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
+/** What a server's folder and socket add to the root's path: `/<n>/s`, with room for the count. */
+const SERVER_PATH_BYTES = 12;
 
 /** `python -m crewd_runner --crew|--flow|--graph TARGET`, as project detection makes it (src/builds/project.ts). */
 export function pythonRunnerEntry(command: readonly string[]): [string, string] | null {
@@ -64,8 +70,9 @@ function logLines(stream: Readable, log: (line: string) => void): void {
 /**
  * The Python fork servers of this instance (docs/python-crews.md): one per Python bundle version,
  * started at the version's first run here, in a sandbox of its own with the version's built files
- * and its socket folder, and nothing of DATA_DIR. The runs stay processes of their own: crewd asks
- * the server for each on its socket, and starts the version's command as ever when none listens.
+ * and its socket folder, and nothing else of DATA_DIR. The runs stay processes of their own: crewd
+ * asks the server for each on its socket, with the server's secret, and starts the version's
+ * command as ever when none listens. No runner sees a socket: they lie in DATA_DIR.
  */
 export function createForkServers(options: ForkServersOptions) {
   const { launcher, logger } = options;
@@ -74,24 +81,39 @@ export function createForkServers(options: ForkServersOptions) {
   /** Current and retired servers still running. */
   const live = new Set<ForkServer>();
   const failedAt = new Map<string, number>();
-  let root: string | null = null;
+  let root: string | null | undefined;
   let count = 0;
   let stopping = false;
 
   /**
-   * A folder per version for its servers' sockets, under one short root (a socket path has at most 108 bytes),
-   * outside DATA_DIR, bound writable into the server's sandbox. It stays until crewd stops.
+   * The folder of this crewd's server sockets, `DATA_DIR/f/<random>` (0700): every sandbox hides DATA_DIR, and each
+   * server's sandbox gets only its own folder back. Null, with a warning once, when DATA_DIR's path leaves no room
+   * in a socket path: runs then start without a server.
    */
-  function socketFolder(versionId: string): string {
-    root ??= mkdtempSync(path.join(tmpdir(), 'crewd-fork-'));
-    const folder = path.join(root, versionId);
-    mkdirSync(folder, { recursive: true, mode: 0o700 });
-    return folder;
+  function socketRoot(): string | null {
+    if (root !== undefined) return root;
+    mkdirSync(options.dataDir, { recursive: true });
+    const parent = path.join(realpathSync.native(options.dataDir), 'f');
+    const length = Buffer.byteLength(parent) + 7 + SERVER_PATH_BYTES;
+    if (length > MAX_SOCKET_PATH_BYTES) {
+      logger.warn(
+        { dataDir: options.dataDir, socketPathBytes: length, limit: MAX_SOCKET_PATH_BYTES },
+        'DATA_DIR has too long a path for the Python fork servers\' sockets: Python runs start without a fork ' +
+          'server; a DATA_DIR of a shorter path turns them on',
+      );
+      root = null;
+      return root;
+    }
+    mkdirSync(parent, { recursive: true, mode: 0o700 });
+    root = mkdtempSync(`${parent}/`);
+    return root;
   }
 
   async function serve(versionId: string, server: ForkServer, command: string[], place: ServerPlace): Promise<void> {
     const confinement = { writable: [server.folder], readOnly: place.readOnly };
-    const launched = await launcher.launch({ command, cwd: place.cwd, env: place.env, stdin: '', confinement });
+    // The secret goes on standard input: a server's argv and environment can be read by others.
+    const stdin = `${server.address.secret}\n`;
+    const launched = await launcher.launch({ command, cwd: place.cwd, env: place.env, stdin, confinement });
     if ('error' in launched) {
       failedAt.set(versionId, Date.now());
       logger.warn({ versionId, reason: launched.error }, 'the fork server of a Python version could not start');
@@ -109,14 +131,16 @@ export function createForkServers(options: ForkServersOptions) {
     // A server retired or stopped by crewd did not fail; one that ended by itself other than idle did. One that never
     // listened is not started again for a while (a crew that crashes its import); one killed while serving is.
     const failed = status?.code !== 0 && !stopping && servers.get(versionId) === server;
-    if (failed && !existsSync(server.socket)) failedAt.set(versionId, Date.now());
+    if (failed && !existsSync(server.address.path)) failedAt.set(versionId, Date.now());
     logger[failed ? 'warn' : 'info']({ versionId, ...status }, 'the fork server of a Python version exited');
   }
 
-  function start(versionId: string, key: string, entry: [string, string], place: ServerPlace): ForkServer {
-    const folder = socketFolder(versionId);
-    const socket = path.join(folder, `socket-${++count}`);
-    const server: ForkServer = { key, folder, socket, process: null, exited: Promise.resolve() };
+  function start(versionId: string, key: string, entry: [string, string], place: ServerPlace, within: string) {
+    const folder = path.join(within, String(++count));
+    mkdirSync(folder, { mode: 0o700 });
+    const socket = path.join(folder, 's');
+    const address = { path: socket, secret: randomBytes(32).toString('hex') };
+    const server: ForkServer = { key, folder, address, process: null, exited: Promise.resolve() };
     const idle = String(options.idleSeconds);
     const command = ['python', '-m', 'crewd_runner.forkserver', ...entry, '--socket', socket, '--idle-exit', idle];
     server.exited = serve(versionId, server, command, place)
@@ -124,7 +148,7 @@ export function createForkServers(options: ForkServersOptions) {
       .finally(() => {
         live.delete(server);
         if (servers.get(versionId) === server) servers.delete(versionId);
-        rmSync(socket, { force: true });
+        rmSync(folder, { recursive: true, force: true });
       });
     servers.set(versionId, server);
     live.add(server);
@@ -136,8 +160,8 @@ export function createForkServers(options: ForkServersOptions) {
   function retire(versionId: string, server: ForkServer): void {
     servers.delete(versionId);
     // One still importing has no run yet: it goes now (one still launching goes once launched).
-    if (server.process && !existsSync(server.socket)) void server.process.endGroup(options.killGraceMs);
-    rmSync(server.socket, { force: true });
+    if (server.process && !existsSync(server.address.path)) void server.process.endGroup(options.killGraceMs);
+    rmSync(server.address.path, { force: true });
   }
 
   return {
@@ -149,13 +173,15 @@ export function createForkServers(options: ForkServersOptions) {
       const entry = pythonRunnerEntry(command);
       if (stopping || options.idleSeconds <= 0 || !entry) return null;
       if (Date.now() - (failedAt.get(versionId) ?? 0) < RETRY_AFTER_FAILURE_MS) return null;
+      const within = socketRoot();
+      if (within === null) return null;
       const key = createHash('sha256')
         .update(JSON.stringify([command, place]))
         .digest('hex');
       let server = servers.get(versionId);
       if (server && server.key !== key) retire(versionId, server);
-      if (!server || server.key !== key) server = start(versionId, key, entry, place);
-      return { forkSocket: server.socket };
+      if (!server || server.key !== key) server = start(versionId, key, entry, place, within);
+      return { forkSocket: server.address };
     },
 
     /** The version was deleted: its server ends with its last run. */

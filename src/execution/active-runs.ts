@@ -8,9 +8,10 @@ import { findEndedAmong } from '../runs/repository.js';
 import type { LaunchSpec, RunStatus } from '../runs/types.js';
 import { ActiveRun } from './active-run.js';
 import { RunEventLog } from './event-log.js';
-import { forkServerFirst } from './fork-server-launcher.js';
+import { type ForkServerAddress, forkServerFirst } from './fork-server-launcher.js';
 import { LOST_RUN_ERROR } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
+import { DEFAULT_RUN_LIMITS, type RunLimits } from './limits.js';
 import { type ProcessExit, startRunnerProcess } from './process-runner.js';
 import { missingProgram } from './program-check.js';
 import { prepareRunFolder, removeScratchFolder, runnerEnvironment } from './run-setup.js';
@@ -24,8 +25,8 @@ export interface VersionLaunch {
   env: Record<string, string>;
   /** Built files a sandbox mounts read-only. */
   readOnly: string[];
-  /** The socket of the version's fork server, asked for the run before the version's command is started. */
-  forkSocket?: string;
+  /** The version's fork server, asked for the run before the version's command is started. */
+  forkSocket?: ForkServerAddress;
 }
 
 /** The version a run starts, as read with the run (its deployment's variables included). */
@@ -45,7 +46,7 @@ interface RunPlace {
   spec: LaunchSpec;
   command: string[];
   /** A Python crew's fork server, tried first (fork-server-launcher.ts). */
-  forkSocket: string | null;
+  forkSocket: ForkServerAddress | null;
   cwd: string;
   /** The folder is the run's own scratch folder: writable, removed with the run. */
   scratch: boolean;
@@ -64,6 +65,8 @@ export interface ActiveRunsOptions {
   runnerPath: string | undefined;
   /** Between SIGTERM and SIGKILL of a run's process group (CONTRACTS §6: 5 s). */
   killGraceMs: number;
+  /** RUN_MAX_EVENTS and the other run limits, for the runs' errors; default DEFAULT_RUN_LIMITS. */
+  runLimits?: RunLimits | undefined;
   /** A thread run's process is gone: its thread's next run, if it waits for that, may start. */
   threadRunStopped: (runId: string) => Promise<void>;
   observer?: RunObserver | undefined;
@@ -102,7 +105,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   async function placeRun(run: ActiveRun): Promise<RunPlace | { error: string }> {
     let spec = run.spec;
     let readOnly: string[] = [];
-    let forkSocket: string | null = null;
+    let forkSocket: ForkServerAddress | null = null;
     if (options.prepareVersion && (spec.version.source !== 'command' || spec.version.variables !== null)) {
       try {
         const { version_id: id, deployment_id, org_id } = spec.run;
@@ -168,7 +171,9 @@ export function createActiveRuns(options: ActiveRunsOptions) {
    * to). `slotFreed` is called once the run is over and nothing of it is left.
    */
   async function launch(spec: LaunchSpec, slotFreed: () => void): Promise<RunStatus> {
-    const run = new ActiveRun(spec, new RunEventLog(spec.run.id, 0, db, bus, logger), options.killGraceMs);
+    const limits = options.runLimits ?? DEFAULT_RUN_LIMITS;
+    const log = new RunEventLog(spec.run.id, 0, db, bus, logger, limits.events);
+    const run = new ActiveRun(spec, log, options.killGraceMs, limits);
     running.add(run);
 
     const place = await placeRun(run);

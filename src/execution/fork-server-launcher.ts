@@ -3,6 +3,13 @@ import { constants } from 'node:os';
 import { PassThrough, Readable } from 'node:stream';
 import type { ExitStatus, LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
 
+/** Where a version's fork server listens, and the secret that proves a connection is crewd's. */
+export interface ForkServerAddress {
+  path: string;
+  /** 32 random bytes in hex, given to the server on its standard input (src/builds/fork-servers.ts). */
+  secret: string;
+}
+
 /** The byte before the server's last words: the runner's JSON lines never hold a raw NUL. */
 const NUL = 0;
 
@@ -52,11 +59,14 @@ function splitOutput(socket: net.Socket, stdout: PassThrough, ended: (final: str
 /**
  * A run in a child of its version's fork server (runners/python/crewd_runner/forkserver.py): one
  * connection carries the request, the child's output and, after a NUL byte, its exit; stop
- * signals go to the server as lines. Resolves null when no server listens on `socketPath`.
+ * signals go to the server as lines. Resolves null when no server listens at `server.path`.
  */
-export function launchInForkServer(socketPath: string, request: LaunchRequest): Promise<LaunchedProcess | null> {
+export function launchInForkServer(
+  server: ForkServerAddress,
+  request: LaunchRequest,
+): Promise<LaunchedProcess | null> {
   return new Promise((resolveLaunch) => {
-    const socket = net.createConnection(socketPath);
+    const socket = net.createConnection(server.path);
     socket.once('error', () => resolveLaunch(null));
     socket.once('connect', () => {
       socket.removeAllListeners('error');
@@ -67,7 +77,8 @@ export function launchInForkServer(socketPath: string, request: LaunchRequest): 
         resolveExit = resolve;
       });
       splitOutput(socket, stdout, (final) => resolveExit(final === null ? null : exitStatus(final, stdout)));
-      socket.write(`${JSON.stringify({ env: request.env, cwd: request.cwd, stdin: request.stdin ?? '' })}\n`);
+      const header = { secret: server.secret, env: request.env, cwd: request.cwd, stdin: request.stdin ?? '' };
+      socket.write(`${JSON.stringify(header)}\n`);
 
       const signal = (number: number) => {
         if (!socket.destroyed) socket.write(`{"signal": ${number}}\n`);
@@ -98,13 +109,13 @@ export function launchInForkServer(socketPath: string, request: LaunchRequest): 
   });
 }
 
-/** Runs go to the fork server listening on `socketPath`; where none listens, `cold` starts them as ever. */
-export function forkServerFirst(socketPath: string, cold: ProcessLauncher): ProcessLauncher {
+/** Runs go to the fork server listening at `server`; where none listens, `cold` starts them as ever. */
+export function forkServerFirst(server: ForkServerAddress, cold: ProcessLauncher): ProcessLauncher {
   return {
     start: () => cold.start(),
     stop: () => cold.stop(),
     async launch(request) {
-      return (await launchInForkServer(socketPath, request)) ?? cold.launch(request);
+      return (await launchInForkServer(server, request)) ?? cold.launch(request);
     },
   };
 }

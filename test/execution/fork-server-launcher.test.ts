@@ -47,8 +47,10 @@ const request = {
   confinement: { writable: [], readOnly: [] },
 };
 
+const SECRET = 'ab'.repeat(32);
+
 async function launch(socketPath: string): Promise<LaunchedProcess> {
-  const launched = await launchInForkServer(socketPath, request);
+  const launched = await launchInForkServer({ path: socketPath, secret: SECRET }, request);
   if (!launched) throw new Error('no server answered');
   return launched;
 }
@@ -73,7 +75,7 @@ describe('a run asked of a fork server', () => {
     const launched = await launch(socketPath);
     const [output, exit] = await Promise.all([readAll(launched.stdout), launched.exit, readAll(launched.stderr)]);
 
-    expect(header).toEqual({ env: { A: 'b' }, cwd: '/project', stdin: '{"input":{}}' });
+    expect(header).toEqual({ secret: SECRET, env: { A: 'b' }, cwd: '/project', stdin: '{"input":{}}' });
     expect(output).toBe('{"type":"log","data":{"message":"one"}}\n{"type":"run.completed","data":{"output":{}}}\n');
     expect(exit).toEqual({ code: 3, signal: null });
   });
@@ -120,7 +122,7 @@ describe('a run asked of a fork server', () => {
   it('is null when no server listens', async () => {
     const folder = mkdtempSync(path.join(tmpdir(), 'crewd-fork-test-'));
     folders.push(folder);
-    const launched = await launchInForkServer(path.join(folder, 'none'), request);
+    const launched = await launchInForkServer({ path: path.join(folder, 'none'), secret: SECRET }, request);
 
     expect(launched).toBeNull();
   });

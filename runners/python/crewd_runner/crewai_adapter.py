@@ -98,9 +98,19 @@ def _subclasses(base):
 
 def run_crew(target, request, emitter):
     crew = prepare_crew(target)
+    if crew is target:
+        _stored_in_this_home(crew)
     with relayed_events(emitter):
         result = crew.kickoff(inputs=request.get("input") or {})
     return Outcome("run.completed", {"output": crew_output(result)})
+
+
+def _stored_in_this_home(crew):
+    """A Crew built when its module was imported (in a fork server, under the server's home) keeps its task outputs
+    where this run's home is, as one built by the run does."""
+    handler = getattr(crew, "_task_output_handler", None)
+    if handler is not None:
+        crew._task_output_handler = type(handler)()
 
 
 def run_flow(target, request, emitter):

@@ -1,16 +1,20 @@
 """A per-version fork server: imports the crew once, then forks one child per run.
 
 `python -m crewd_runner.forkserver --graph|--crew|--flow TARGET --socket PATH [--idle-exit SECONDS]
-[--header-seconds S]`, started in the project folder. Importing CrewAI or LangChain takes seconds; a forked child
-starts with everything imported and still is a process of its own per run. crewd talks to the socket itself (Unix
-stream socket, one run per connection; see docs/runner-protocol.md):
+[--header-seconds S]`, started in the project folder, with a secret of 32 bytes in hex as the first line of its
+standard input. Importing CrewAI or LangChain takes seconds; a forked child starts with everything imported and still
+is a process of its own per run. crewd talks to the socket itself (Unix stream socket, one run per connection; see
+docs/runner-protocol.md):
 
-1. crewd sends one JSON line `{"env": {…}, "cwd": "…", "stdin": "…"}`: the run's environment, its working folder (a
-   path this server sees: the version's built files) and what `python -m crewd_runner` would read on standard input.
+1. crewd sends one JSON line `{"secret": "…", "env": {…}, "cwd": "…", "stdin": "…"}`: the server's secret, the run's
+   environment, its working folder (a path this server sees: the version's built files) and what
+   `python -m crewd_runner` would read on standard input. A peer that runs as another user, or a line without the
+   secret, gets the connection closed without an answer (and a line on the server's standard error); a line with
+   other fields is refused.
 2. The server forks. The child starts a session of its own (so its process group is its pid), takes the connection as
-   its standard output and error, the `env` as its environment, a private TMPDIR unless `env` names one, and the
-   folder as its working folder, and runs the crew exactly as `python -m crewd_runner` would: its protocol lines are
-   what crewd reads from the connection.
+   its standard output and error, the `env` as its environment with a home of the run's own (run_home: HOME, the XDG
+   folders and TMPDIR, made for the run and removed after it), and the folder as its working folder, and runs the
+   crew exactly as `python -m crewd_runner` would: its protocol lines are what crewd reads from the connection.
 3. crewd may send `{"signal": N}` lines meanwhile (the server may live in another PID namespace, where crewd cannot
    signal); a connection that hangs up gets its child's process group killed.
 4. When the child's run is over (the child reports its exit code, or exits), the server kills what is left of its
@@ -36,11 +40,19 @@ import selectors
 import signal
 import socket
 import sys
-import tempfile
 
-from . import cli, crewai_rehearsal, hot_pages
-from .forkchild import remove_private_tmp, run_child, wait_as_spare
-from .forkwire import exit_message, forward_signal, kill_group, receive_request, send_final
+from . import cli, crewai_rehearsal, hot_pages, run_home
+from .forkchild import run_child, wait_as_spare
+from .forkwire import (
+    NotCrewd,
+    check_peer,
+    exit_message,
+    forward_signal,
+    kill_group,
+    read_secret,
+    receive_request,
+    send_final,
+)
 
 # How often a server checks that its socket file is still there: crewd removes it to retire the server.
 SOCKET_CHECK_SECONDS = 2.0
@@ -87,12 +99,12 @@ def preload(args, cwd):
 
 
 class Child:
-    """A run's child as the server knows it: its connection, what crewd sent on it, its private TMPDIR, and for a
-    spare the socket it reports on (its written pages, its exit code)."""
+    """A run's child as the server knows it: its connection, what crewd sent on it, its run's home, and for a spare
+    the socket it reports on (its written pages, its exit code)."""
 
-    def __init__(self, connection, tmp, control=None):
+    def __init__(self, connection, home, control=None):
         self.connection = connection
-        self.tmp = tmp
+        self.home = home
         self.control = control
         self.pending = b""
         self.reported = b""
@@ -101,10 +113,14 @@ class Child:
 
 
 class ForkServer:
-    def __init__(self, listener, socket_path, load, idle_seconds, warm_up_child, header_seconds):
+    def __init__(self, listener, socket_path, secret, homes, load, idle_seconds, warm_up_child, header_seconds):
         self._listener = listener
         self._socket_path = socket_path
         self._socket_id = file_id(socket_path)
+        self._secret = secret
+        self._homes = homes
+        # Where the imports kept paths of the server's home: each child points them into its run's.
+        self._kept_paths = run_home.kept_paths(homes.server)
         self._load = load
         self._warm_up_child = warm_up_child
         self._idle_seconds = idle_seconds
@@ -165,15 +181,20 @@ class ForkServer:
     def _accept(self):
         connection, _ = self._listener.accept()
         try:
-            header, line, rest = receive_request(connection, self._header_seconds)
+            check_peer(connection)
+            header, line, rest = receive_request(connection, self._header_seconds, self._secret)
+        except NotCrewd as refused:
+            print(f"crewd fork server: a connection was refused and closed: {refused}", file=sys.stderr, flush=True)
+            connection.close()
+            return
         except (OSError, ValueError) as error:
             send_final(connection, {"error": str(error)})
             connection.close()
             return
-        tmp = None if header["env"].get("TMPDIR") else private_tmp()
-        spare = self._hand_to_spare(connection, line, tmp)
-        pid = spare[0] if spare else self._fork_for(connection, header, tmp)
-        self._children[pid] = Child(connection, tmp, spare[1] if spare else None)
+        home = self._homes.for_run()
+        spare = self._hand_to_spare(connection, line, home)
+        pid = spare[0] if spare else self._fork_for(connection, header, home)
+        self._children[pid] = Child(connection, home, spare[1] if spare else None)
         self._selector.register(connection, selectors.EVENT_READ, pid)
         if spare:
             self._selector.register(spare[1], selectors.EVENT_READ, ("report", pid))
@@ -182,12 +203,12 @@ class ForkServer:
         # The next run's child is forked while this one runs, so that it is ready when that run comes.
         self.make_spare()
 
-    def _fork_for(self, connection, header, tmp):
+    def _fork_for(self, connection, header, home):
         # The child's standard input, output and error: the request is in the header, its output goes to crewd.
         fds = [os.open(os.devnull, os.O_RDONLY), os.dup(connection.fileno()), os.dup(connection.fileno())]
         pid = os.fork()
         if pid == 0:
-            run_child(header, fds, tmp, self._load, [connection, *self._sockets()])
+            run_child(header, fds, home, self._load, [connection, *self._sockets()], self._enter_home)
         for fd in fds:
             os.close(fd)
         return pid
@@ -206,17 +227,29 @@ class ForkServer:
         pid = os.fork()
         if pid == 0:
             control.close()
-            wait_as_spare(child_end, self._load, self._sockets(), self._hot_ranges, self._regions, self._warm_up_child)
+            wait_as_spare(
+                child_end,
+                self._load,
+                self._sockets(),
+                self._hot_ranges,
+                self._regions,
+                self._warm_up_child,
+                self._enter_home,
+            )
         child_end.close()
         self._spare = (pid, control)
 
-    def _hand_to_spare(self, connection, line, tmp):
+    def _enter_home(self, home):
+        """In a child: the paths of the server's home that the imports kept now point into the run's `home`."""
+        run_home.move_kept_paths(self._kept_paths, self._homes.server, home)
+
+    def _hand_to_spare(self, connection, line, home):
         """(pid, control socket) of the spare once it took the run, or None (no spare, or it died)."""
         if not self._spare:
             return None
         pid, control = self._spare
         self._spare = None
-        handover = {"tmp": tmp, "learn": self._spares_taken % LEARN_EVERY == 0}
+        handover = {"home": home, "learn": self._spares_taken % LEARN_EVERY == 0}
         try:
             socket.send_fds(control, [json.dumps(handover).encode() + b"\n"], [connection.fileno()])
             control.sendall(line)
@@ -255,8 +288,8 @@ class ForkServer:
 
     def _finish(self, pid, child, final):
         """The run's end, once: whatever the run left in its group goes with it (as with a run's own process group),
-        then crewd gets the server's last words, then its private TMPDIR goes (after them: removing a folder takes
-        milliseconds while the child's teardown takes the CPU)."""
+        then crewd gets the server's last words, then its home goes (after them: removing a folder takes milliseconds
+        while the child's teardown takes the CPU)."""
         if child.finished:
             return
         child.finished = True
@@ -264,7 +297,7 @@ class ForkServer:
         self._selector.unregister(child.connection)
         send_final(child.connection, final)
         child.connection.close()
-        remove_private_tmp(child.tmp)
+        run_home.remove_home(child.home)
 
     def _from_child(self, pid):
         child = self._children.get(pid)
@@ -332,10 +365,6 @@ class ForkServer:
             forward_signal(pid, line)
 
 
-def private_tmp():
-    return tempfile.mkdtemp(prefix="crewd-run-")
-
-
 def file_id(path):
     try:
         info = os.stat(path)
@@ -359,18 +388,23 @@ def listen(path):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    secret = read_secret(sys.stdin)
     # A SIGTERM during the import ends the server at once; once it serves, SIGTERM drains it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    load, warm_up_child = preload(args, os.getcwd())
-    listener = listen(args.socket)
-    # What was imported stays shared with the children: a collection in a child would touch every object and copy
-    # the pages that hold them.
-    gc.freeze()
-    server = ForkServer(listener, args.socket, load, args.idle_exit, warm_up_child, args.header_seconds)
+    homes = run_home.Homes()
     try:
-        server.serve()
+        load, warm_up_child = preload(args, os.getcwd())
+        listener = listen(args.socket)
+        server = ForkServer(listener, args.socket, secret, homes, load, args.idle_exit, warm_up_child, args.header_seconds)
+        # What was imported stays shared with the children: a collection in a child would touch every object and
+        # copy the pages that hold them.
+        gc.freeze()
+        try:
+            server.serve()
+        finally:
+            server.drain()
     finally:
-        server.drain()
+        homes.remove()
     return 0
 
 

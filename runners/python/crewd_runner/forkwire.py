@@ -1,28 +1,58 @@
 """What crosses a run's connection to the fork server: the request header, signal lines, the server's last words."""
 
+import hmac
 import json
 import os
 import signal
+import socket
+import struct
 
 # The header carries the run's input, thread values and checkpoint.
 HEADER_LIMIT = 256 << 20
 SIGNALS_FROM_CLIENTS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL}
+HEADER_FIELDS = {"secret", "env", "cwd", "stdin"}
+SECRET_BYTES = 32
 
 
-def receive_request(connection, seconds):
-    """The header (`env`, names to strings; `cwd` and `stdin`, strings), its line, and what came after it. A header
-    that has not come whole within `seconds` is refused: the server reads it in its one loop, which a connection
-    that sends nothing (a run of the version itself could connect) would otherwise stop."""
+class NotCrewd(Exception):
+    """A connection that did not prove it is crewd's: it is closed without an answer and nothing runs."""
+
+
+def read_secret(stream):
+    """The server's secret, the first line crewd writes on its standard input: 32 bytes in hex."""
+    line = stream.readline().strip()
+    try:
+        secret = bytes.fromhex(line)
+    except ValueError:
+        secret = b""
+    if len(secret) != SECRET_BYTES:
+        raise SystemExit(f"crewd fork server: standard input must start with a secret of {SECRET_BYTES} bytes in hex")
+    return line.encode()
+
+
+def check_peer(connection):
+    """The process at the other end runs as this server's user (SO_PEERCRED), or NotCrewd."""
+    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", credentials)
+    if uid != os.getuid():
+        raise NotCrewd(f"the peer runs as user {uid}, not as this server's user {os.getuid()}")
+
+
+def receive_request(connection, seconds, secret):
+    """The header (`secret`, the server's; `env`, names to strings; `cwd` and `stdin`, strings), its line, and what
+    came after it. A header that does not carry the secret raises NotCrewd. A header that has not come whole within
+    `seconds` is refused: the server reads it in its one loop, which a connection that sends nothing would otherwise
+    stop."""
     connection.settimeout(seconds)
     try:
-        return _read_request(connection)
+        return _read_request(connection, secret)
     except TimeoutError:
         raise ValueError(f"the request header did not come within {seconds:g} seconds") from None
     finally:
         connection.settimeout(None)
 
 
-def _read_request(connection):
+def _read_request(connection, secret):
     chunks, size = [], 0
     while not chunks or b"\n" not in chunks[-1]:
         more = connection.recv(1 << 20)
@@ -33,8 +63,16 @@ def _read_request(connection):
         if size > HEADER_LIMIT:
             raise ValueError(f"the request header is longer than {HEADER_LIMIT} bytes")
     line, _, rest = b"".join(chunks).partition(b"\n")
-    header = json.loads(line)
-    env = header.get("env") if isinstance(header, dict) else None
+    try:
+        header = json.loads(line)
+    except ValueError:
+        raise NotCrewd("the request is not JSON") from None
+    given = header.get("secret") if isinstance(header, dict) else None
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), secret):
+        raise NotCrewd("the request does not carry the server's secret")
+    if set(header) != HEADER_FIELDS:
+        raise ValueError(f"the request has the fields {sorted(header)}, not {sorted(HEADER_FIELDS)}")
+    env = header["env"]
     if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
         raise ValueError('the request needs "env", an object of strings')
     if not isinstance(header.get("cwd"), str) or not isinstance(header.get("stdin"), str):

@@ -2,22 +2,32 @@
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 from conftest import PROJECTS, RunnerResult, request, runner_env
 
 
-def start_server(kind, target, socket_path, *options, env=None):
+# What crewd gives each server on its standard input and sends with each request.
+SECRET = "5e" * 32
+
+
+def start_server(kind, target, socket_path, *options, env=None, stderr=None):
     server = subprocess.Popen(
         [sys.executable, "-m", "crewd_runner.forkserver", f"--{kind}", target, "--socket", str(socket_path), *options],
         cwd=PROJECTS,
         env=runner_env(env),
+        stdin=subprocess.PIPE,
+        stderr=stderr,
     )
+    server.stdin.write(f"{SECRET}\n".encode())
+    server.stdin.close()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -54,7 +64,7 @@ class Connection:
     def __init__(self, socket_path, cwd, run_request, env=None):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(socket_path))
-        header = {"env": runner_env(env), "cwd": str(cwd), "stdin": json.dumps(run_request)}
+        header = {"secret": SECRET, "env": runner_env(env), "cwd": str(cwd), "stdin": json.dumps(run_request)}
         self.sock.sendall(json.dumps(header).encode() + b"\n")
 
     def signal(self, signum):
@@ -78,42 +88,134 @@ def run_forked(socket_path, cwd, run_request, env=None):
     return RunnerResult(subprocess.CompletedProcess([], code, output, json.dumps(final)))
 
 
-def test_each_run_is_a_forked_child_with_the_run_environment_and_folder(graph_server, tmp_path):
-    tmps = []
+HOME_VARIABLES = ("HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "TMPDIR")
+
+
+@pytest.fixture
+def marked_server(socket_path):
+    """A server started with a variable of its own, which no run's environment has."""
+    server = start_server("graph", "env_graph.py:graph", socket_path, env={"SERVER_ONLY_MARK": "server-only"})
+    yield socket_path
+    server.terminate()
+    server.wait(10)
+
+
+def test_each_run_is_a_forked_child_with_the_run_environment_folder_and_home(marked_server, tmp_path):
+    homes = []
     for run_id in ("run_1", "run_2"):
-        result = run_forked(graph_server, tmp_path, request(), {"CREWD_RUN_ID": run_id})
+        # crewd's own home paths for the run, which a server's child cannot see: replaced by the run's own.
+        crewd_homes = {name: f"/crewd/runs/{run_id}/{name}" for name in HOME_VARIABLES}
+        result = run_forked(marked_server, tmp_path, request(), {"CREWD_RUN_ID": run_id, **crewd_homes})
 
         assert result.returncode == 0, result.stderr
         output = result.last["data"]["output"]
         assert {key: output[key] for key in ("run_id", "cwd")} == {"run_id": run_id, "cwd": str(tmp_path)}
-        tmps.append(output["tmp"])
+        # The child's /proc/self/environ shows nothing of the server's variables.
+        assert not [entry for entry in output["environ_block"] if "SERVER_ONLY_MARK" in entry]
+        run_home = os.path.dirname(output["homes"]["HOME"])
+        assert output["homes"] == {
+            "HOME": f"{run_home}/home",
+            "XDG_DATA_HOME": f"{run_home}/home/.local/share",
+            "XDG_CACHE_HOME": f"{run_home}/home/.cache",
+            "XDG_CONFIG_HOME": f"{run_home}/home/.config",
+            "XDG_STATE_HOME": f"{run_home}/home/.local/state",
+            "TMPDIR": f"{run_home}/tmp",
+        }
+        assert output["tmp"] == f"{run_home}/tmp"
+        homes.append(run_home)
 
-    # Each run had a TMPDIR of its own, removed right after its end was sent.
-    assert len(set(tmps)) == 2
-    assert all(os.path.basename(tmp).startswith("crewd-run-") for tmp in tmps)
-    assert all(wait_until(lambda tmp=tmp: not os.path.exists(tmp)) for tmp in tmps)
+    # Each run had a home of its own, in a folder no run can list, removed right after its end was sent.
+    assert len(set(homes)) == 2
+    assert os.stat(os.path.dirname(homes[0])).st_mode & 0o777 == 0o711
+    assert all(wait_until(lambda home=home: not os.path.exists(home)) for home in homes)
 
 
-def test_a_tmpdir_of_the_run_environment_is_kept(graph_server, tmp_path):
-    result = run_forked(graph_server, tmp_path, request(), {"TMPDIR": str(tmp_path)})
+def test_a_connection_without_the_secret_runs_nothing_and_is_closed_without_an_answer(socket_path, tmp_path):
+    server = start_server("graph", "env_graph.py:graph", socket_path, stderr=subprocess.PIPE)
+    try:
+        for secret in (None, "00" * 32, SECRET[:-2]):
+            header = {"env": runner_env(), "cwd": str(tmp_path), "stdin": json.dumps(request({"mark": True}))}
+            if secret is not None:
+                header["secret"] = secret
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(socket_path))
+            sock.sendall(json.dumps(header).encode() + b"\n")
+            sock.settimeout(30)
 
-    assert result.last["data"]["output"]["tmp"] == str(tmp_path)
+            assert sock.makefile("rb").read() == b""
+            sock.close()
+        assert run_forked(socket_path, tmp_path, request()).last["type"] == "run.completed"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+    assert not (tmp_path / "here.txt").exists()
+    refusals = [line for line in server.stderr.read().decode().splitlines() if "was refused" in line]
+    assert len(refusals) == 3 and all("does not carry the server's secret" in line for line in refusals)
 
 
-def test_a_relative_path_is_written_in_the_run_folder(graph_server, tmp_path):
-    result = run_forked(graph_server, tmp_path, request({"mark": True}))
+def test_a_server_without_its_secret_on_standard_input_does_not_start(socket_path):
+    command = [sys.executable, "-m", "crewd_runner.forkserver", "--graph", "env_graph.py:graph"]
+    started = subprocess.run(
+        [*command, "--socket", str(socket_path)], cwd=PROJECTS, env=runner_env(), input=b"", capture_output=True
+    )
 
-    assert result.last["type"] == "run.completed"
-    assert (tmp_path / "here.txt").exists()
+    assert started.returncode != 0
+    assert b"standard input must start with a secret of 32 bytes in hex" in started.stderr
+    assert not socket_path.exists()
 
 
-def test_a_request_without_its_fields_is_refused_with_the_reason(graph_server):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(graph_server))
-    sock.sendall(b'{"env": {}}\n')
+def test_a_peer_of_another_user_is_refused_even_with_the_secret(tmp_path):
+    python = "/usr/bin/python3"
+    if os.getuid() != 0 or not os.path.exists(python):
+        pytest.skip("connecting as another user needs root and a Python that user can run")
+    # A folder the other user can reach: the server's socket is the only wall left.
+    reachable = tempfile.mkdtemp(prefix="crewd-peer-test-")
+    os.chmod(reachable, 0o777)
+    socket_path = os.path.join(reachable, "s")
+    server = start_server("graph", "env_graph.py:graph", socket_path, stderr=subprocess.PIPE)
+    connect = (
+        "import socket, sys\n"
+        "sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "sock.connect(sys.argv[1])\n"
+        "sock.sendall(sys.argv[2].encode() + b'\\n')\n"
+        "try:\n"
+        "    sys.stdout.write(repr(sock.makefile('rb').read()))\n"
+        "except ConnectionResetError:\n"  # closed before it read the request
+        "    sys.stdout.write(repr(b''))\n"
+    )
+    header = {"secret": SECRET, "env": runner_env(), "cwd": str(tmp_path), "stdin": json.dumps(request({"mark": True}))}
+    try:
+        os.chmod(socket_path, 0o777)
+        answered = subprocess.run(
+            [python, "-c", connect, socket_path, json.dumps(header)], user=65534, capture_output=True, text=True
+        )
+    finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(reachable, ignore_errors=True)
 
-    assert sock.makefile("rb").read() == b'\0{"error": "the request needs \\"cwd\\" and \\"stdin\\", strings"}\n'
-    sock.close()
+    assert answered.stdout == "b''", answered.stderr
+    assert not (tmp_path / "here.txt").exists()
+    assert "the peer runs as user 65534, not as this server's user 0" in server.stderr.read().decode()
+
+
+def test_a_request_without_its_fields_or_with_others_is_refused_with_the_reason(graph_server):
+    answers = []
+    for header in ({"secret": SECRET, "env": {}}, {"secret": SECRET, "env": {}, "cwd": "/", "stdin": "", "more": 1}):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(graph_server))
+        sock.sendall(json.dumps(header).encode() + b"\n")
+        answers.append(sock.makefile("rb").read())
+        sock.close()
+
+    fields = "['cwd', 'env', 'secret', 'stdin']"
+    assert answers == [
+        b'\0{"error": "the request has the fields [\'env\', \'secret\'], not ' + fields.encode() + b'"}\n',
+        b'\0{"error": "the request has the fields [\'cwd\', \'env\', \'more\', \'secret\', \'stdin\'], not '
+        + fields.encode()
+        + b'"}\n',
+    ]
 
 
 def test_a_connection_that_sends_no_request_is_refused_in_time_and_holds_up_no_run(socket_path, tmp_path):

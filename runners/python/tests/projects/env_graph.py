@@ -1,4 +1,4 @@
-"""Reports the environment, folders and tmp it runs in; sleeps first when the input asks, writing its pid down; leaves
+"""Reports the environment (its variables and what /proc/self/environ shows), folders, home and tmp it runs in; sleeps first when the input asks, writing its pid down; leaves
 a process in its group, or a thread writing to standard error, behind when asked."""
 
 import os
@@ -19,6 +19,8 @@ class State(TypedDict, total=False):
     run_id: str
     cwd: str
     tmp: str
+    homes: dict
+    environ_block: list
 
 
 def report(state: State):
@@ -35,7 +37,21 @@ def report(state: State):
             pid_file.write(str(left.pid))
     if state.get("chatter"):
         threading.Thread(target=chatter, daemon=True).start()
-    return {"run_id": os.environ.get("CREWD_RUN_ID", ""), "cwd": os.getcwd(), "tmp": tempfile.gettempdir()}
+    return {
+        "run_id": os.environ.get("CREWD_RUN_ID", ""),
+        "cwd": os.getcwd(),
+        "tmp": tempfile.gettempdir(),
+        "homes": {name: os.environ.get(name) for name in HOME_VARIABLES},
+        "environ_block": [entry.decode(errors="replace") for entry in read_environ_block().split(b"\0") if entry],
+    }
+
+
+HOME_VARIABLES = ("HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "TMPDIR")
+
+
+def read_environ_block():
+    with open("/proc/self/environ", "rb") as block:
+        return block.read()
 
 
 def chatter():
