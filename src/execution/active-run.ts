@@ -1,6 +1,7 @@
 import type { RunOutcome } from '../runs/end-recorder.js';
 import type { LaunchSpec, RunIdentity } from '../runs/types.js';
 import type { RunEventLog } from './event-log.js';
+import { limitHit, outputLimitError, type RunLimits } from './limits.js';
 import type { ProcessExit, RunnerProcess } from './process-runner.js';
 import type { RunnerMessage, RunnerResult } from './protocol.js';
 
@@ -27,12 +28,17 @@ export class ActiveRun {
   private timedOut = false;
   /** The runner gave its result but did not exit within the grace, so it was stopped. */
   private reapedAfterResult = false;
+  /** The output limit the run went over (RUN_MAX_EVENTS, RUN_MAX_OUTPUT_MB): it was stopped. */
+  private outputLimit: string | null = null;
+  private events = 0;
+  private bytes = 0;
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(
     readonly spec: LaunchSpec,
     readonly log: RunEventLog,
     private readonly killGraceMs: number,
+    private readonly limits: RunLimits,
   ) {
     this.id = spec.run.id;
     this.orgId = spec.run.org_id;
@@ -43,7 +49,14 @@ export class ActiveRun {
   onMessage(message: RunnerMessage): void {
     if (this.ending) return;
     if (message.kind === 'event') {
-      this.log.appendFromRunner(message.type, message.data);
+      if (this.outputLimit) return;
+      if (this.events >= this.limits.events) {
+        this.overLimit('events');
+        return;
+      }
+      this.events++;
+      this.bytes += this.log.appendFromRunner(message.type, message.data);
+      if (this.bytes > this.limits.outputMb * 1024 * 1024) this.overLimit('bytes');
       return;
     }
     if (this.report) return;
@@ -54,6 +67,12 @@ export class ActiveRun {
     this.after(this.killGraceMs, () => {
       this.reapedAfterResult = true;
     });
+  }
+
+  /** The run wrote more than its limits allow: it fails, and its process is stopped. */
+  private overLimit(kind: 'events' | 'bytes'): void {
+    this.outputLimit = outputLimitError(this.limits, kind);
+    void this.process?.terminate();
   }
 
   /** Stops the run after the version's timeout (CONTRACTS §6). */
@@ -72,13 +91,17 @@ export class ActiveRun {
     const failed = (error: string): RunOutcome => ({ status: 'failed', output: null, error });
     if (exit.kind === 'spawn_failed') return failed(`Failed to start runner: ${exit.error}`);
     if (this.timedOut) return failed(`Run timed out after ${this.spec.version.timeout_seconds} seconds`);
+    if (this.outputLimit) return failed(this.outputLimit);
     const report = this.report;
-    if (report && report.kind !== 'result') return failed(report.error);
-    if (report && (exit.code === 0 || this.reapedAfterResult || exit.statusLost)) {
+    if (report?.kind === 'result' && (exit.code === 0 || this.reapedAfterResult || exit.statusLost)) {
       const { output, values, checkpoint, interrupts } = report;
       return { status: 'succeeded', output, values, checkpoint, interrupts, error: null };
     }
-    const stderr = this.process?.lastStderrLine();
+    const stderr = this.process?.lastStderrLine() ?? null;
+    const failure = report && report.kind !== 'result' ? report.error : null;
+    const limit = exit.limited && exit.code !== 0 ? limitHit(this.limits, exit, failure ?? stderr) : null;
+    if (limit) return failed(`${limit}: ${failure ?? stderr ?? `exit code ${exit.code ?? exit.signal}`}`);
+    if (failure !== null) return failed(failure);
     const detail = stderr ? `: ${stderr}` : '';
     if (exit.code !== null && exit.code !== 0) return failed(`Runner exited with code ${exit.code}${detail}`);
     if (exit.signal) return failed(`Runner was stopped by signal ${exit.signal}${detail}`);

@@ -54,30 +54,32 @@ export class RunEventLog {
     private readonly db: Kysely<Database>,
     private readonly bus: LocalEventBus,
     private readonly logger: Logger,
+    /** Events the runner (or build) may write here; later ones are dropped, and one `log` event says so. */
+    private readonly maxEvents: number = RUN_LIMITS.maxEventsPerRun,
   ) {
     this.nextSeq = lastSeq + 1;
   }
 
-  /** An event written by the runner; counted against the per-run limit. */
-  appendFromRunner(type: string, data: Record<string, unknown>): void {
-    if (this.closed) return;
-    if (this.runnerEvents >= RUN_LIMITS.maxEventsPerRun) {
+  /** An event written by the runner, counted against the log's limit; answers its size in bytes (0: dropped). */
+  appendFromRunner(type: string, data: Record<string, unknown>): number {
+    if (this.closed) return 0;
+    if (this.runnerEvents >= this.maxEvents) {
       if (!this.limitNoticed) {
         this.limitNoticed = true;
         this.append('log', {
-          message: `Event limit of ${RUN_LIMITS.maxEventsPerRun} events per run reached; further events are dropped`,
-          limit: RUN_LIMITS.maxEventsPerRun,
+          message: `Event limit of ${this.maxEvents} events reached; further events are dropped`,
+          limit: this.maxEvents,
         });
       }
-      return;
+      return 0;
     }
     this.runnerEvents++;
-    this.append(type, data);
+    return this.append(type, data);
   }
 
-  /** An event of the service itself (`run.started`); never dropped. */
-  append(type: string, data: Record<string, unknown>): void {
-    if (this.closed) return;
+  /** An event of the service itself (`run.started`); never dropped. Answers its size in bytes. */
+  append(type: string, data: Record<string, unknown>): number {
+    if (this.closed) return 0;
     const json = JSON.stringify({ type, data });
     const event: StoredEvent = { seq: this.nextSeq++, json, type, data: JSON.stringify(data) };
     this.pending.push(event);
@@ -86,6 +88,7 @@ export class RunEventLog {
     this.bus.publish(this.runId, event);
     if (this.pending.length - this.inFlight >= MAX_BATCH) this.flushSoon(0);
     else this.flushSoon(FLUSH_DELAY_MS);
+    return json.length;
   }
 
   /**

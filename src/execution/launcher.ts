@@ -33,6 +33,8 @@ export interface LaunchedProcess {
    * process exited nothing it started can be left (its own PID namespace ended with it).
    */
   endGroup(graceMs: number): Promise<void>;
+  /** The sandbox bounded it with the run limits (RUN_MEMORY_MB, …): an exit may be one of them. */
+  limited?: boolean;
 }
 
 /**

@@ -5,8 +5,11 @@ import { LineSplitter } from './line-splitter.js';
 import { parseLongLine, parseStdoutLine, type RunnerMessage, stderrEvent, withoutNul } from './protocol.js';
 
 export type ProcessExit =
-  /** `statusLost`: the runner ended but its exit status went with a crashed spawner. */
-  | { kind: 'exited'; code: number | null; signal: NodeJS.Signals | null; statusLost: boolean }
+  /**
+   * `statusLost`: the runner ended but its exit status went with a crashed spawner. `limited`: it
+   * ran within the run limits (in the sandbox), so its exit may be one of them.
+   */
+  | { kind: 'exited'; code: number | null; signal: NodeJS.Signals | null; statusLost: boolean; limited?: boolean }
   | { kind: 'spawn_failed'; error: string };
 
 export interface RunnerProcess {
@@ -98,7 +101,14 @@ export function startRunnerProcess(
     }, killGraceMs + 2000);
     await Promise.all([closed(stdout), closed(stderr)]);
     clearTimeout(bound);
-    return { kind: 'exited', code: status?.code ?? null, signal: status?.signal ?? null, statusLost: status === null };
+    const limited = result.limited === true;
+    return {
+      kind: 'exited',
+      code: status?.code ?? null,
+      signal: status?.signal ?? null,
+      statusLost: status === null,
+      limited,
+    };
   });
 
   return {

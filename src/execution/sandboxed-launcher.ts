@@ -1,20 +1,49 @@
 import type { Logger } from 'pino';
+import { SANDBOX_HOME_ENV } from '../sandbox/home.js';
 import type { Sandbox, SpareShape } from '../sandbox/index.js';
-import type { LaunchedProcess, ProcessLauncher } from './launcher.js';
+import { makeHome, removeLeftoverHomes } from './home-folders.js';
+import type { LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
 import { createSparePool } from './sandbox-spares.js';
 
 export interface SpareOptions {
-  /** DATA_DIR/runs: where spare sandboxes keep their folders. */
+  /** DATA_DIR/runs: where spare sandboxes keep their folders, and plain processes their homes. */
   runsDir: string;
   logger: Logger;
 }
 
 /**
+ * Without the sandbox, each process gets a home and a TMPDIR of its own in DATA_DIR/runs, removed
+ * once it exited (CONTRACTS §12 "Home"), with the files the request puts into its home.
+ */
+function plainLauncher(inner: ProcessLauncher, runsDir: string): ProcessLauncher {
+  return {
+    start() {
+      inner.start();
+      removeLeftoverHomes(runsDir);
+    },
+    stop: () => inner.stop(),
+    async launch(request) {
+      let home: Awaited<ReturnType<typeof makeHome>>;
+      try {
+        home = await makeHome(runsDir, request.confinement.homeFiles ?? []);
+      } catch (error) {
+        return { error: `could not make the process's home: ${(error as Error).message}` };
+      }
+      const launched = await inner.launch({ ...request, env: { ...request.env, ...home.env } });
+      if ('error' in launched) await home.remove();
+      else void launched.exit.then(() => home.remove());
+      return launched;
+    },
+  };
+}
+
+/**
  * A launcher whose processes start in the sandbox (CONTRACTS §12): each request's plan is wrapped
- * first. With `spares`, a run takes a sandbox of its shape made ahead when one waits.
+ * first, with the sandbox's home over the request's. With `spares`, a run takes a sandbox of its
+ * shape made ahead when one waits. Without the sandbox, each process gets a home folder of its own.
  */
 export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spares?: SpareOptions): ProcessLauncher {
-  if (sandbox.kind === 'none') return inner;
+  if (sandbox.kind === 'none') return spares ? plainLauncher(inner, spares.runsDir) : inner;
   const pool = spares && sandbox.spareShape ? createSparePool(inner, spares) : null;
 
   // bwrap's own PID namespace: when its init ends, the kernel ends everything else in it; what is
@@ -26,7 +55,7 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
       gone = true;
     });
     const endGroup = (graceMs: number) => (gone ? exited : Promise.race([launched.endGroup(graceMs), exited]));
-    return { ...launched, endGroup };
+    return { ...launched, endGroup, limited: true };
   };
 
   /** Once the process ends, a spare of its shape is made for the next one. */
@@ -34,6 +63,26 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
     void launched.exit.then(() => pool?.madeRoomFor(shape));
     return inSandbox(launched);
   };
+
+  async function launch(request: LaunchRequest) {
+    // The sandbox's home and /tmp, over whatever the version's env says of them.
+    const plain = { command: request.command, cwd: request.cwd, env: { ...request.env, ...SANDBOX_HOME_ENV } };
+    let plan: ReturnType<Sandbox['wrap']>;
+    let shape: SpareShape | null = null;
+    try {
+      if (pool && request.stdin !== null) {
+        shape = sandbox.spareShape?.(plain, request.confinement) ?? null;
+        const spare = shape ? pool.take(shape, request.stdin) : null;
+        if (spare && shape) return afterwards(spare, shape);
+      }
+      plan = shape ? shape.fresh() : sandbox.wrap(plain, request.confinement);
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+    const launched = await inner.launch({ ...request, ...plan });
+    if ('error' in launched) return launched;
+    return shape ? afterwards(launched, shape) : inSandbox(launched);
+  }
 
   return {
     start() {
@@ -44,23 +93,6 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
       await pool?.stop();
       await inner.stop();
     },
-    async launch(request) {
-      const plain = { command: request.command, cwd: request.cwd, env: request.env };
-      let plan: ReturnType<Sandbox['wrap']>;
-      let shape: SpareShape | null = null;
-      try {
-        if (pool && request.stdin !== null) {
-          shape = sandbox.spareShape?.(plain, request.confinement) ?? null;
-          const spare = shape ? pool.take(shape, request.stdin) : null;
-          if (spare && shape) return afterwards(spare, shape);
-        }
-        plan = shape ? shape.fresh() : sandbox.wrap(plain, request.confinement);
-      } catch (error) {
-        return { error: error instanceof Error ? error.message : String(error) };
-      }
-      const launched = await inner.launch({ ...request, ...plan });
-      if ('error' in launched) return launched;
-      return shape ? afterwards(launched, shape) : inSandbox(launched);
-    },
+    launch,
   };
 }

@@ -1,11 +1,14 @@
-import { existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { DEFAULT_RUN_LIMITS, type RunLimits } from '../execution/limits.js';
 import { findOnPath, isExecutableFile } from '../program-search.js';
+import { SANDBOX_HOME, SANDBOX_TMP } from './home.js';
 import { exportable, SPARE_SHELL, spareLine } from './spare-shell.js';
 import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SpareShape } from './types.js';
+import { installationFolder, machineView, nodeFolder, pythonsOf, realFolder, within } from './view.js';
 
-/** Where systemd-resolved keeps the resolv.conf that /etc/resolv.conf may point to. */
-const RESOLVER_FOLDER = '/run/systemd/resolve';
+/** Where the limits are applied and the capabilities dropped: util-linux, on every Debian and Ubuntu. */
+const SYSTEM_PATH = '/usr/bin:/bin:/usr/sbin:/sbin';
 
 export interface BubblewrapOptions {
   /** Absolute path of the bwrap binary. */
@@ -15,45 +18,74 @@ export interface BubblewrapOptions {
   dataDir: string;
   /** Other folders of crewd hidden the same way (BUILD_CACHE_DIR when it lies outside DATA_DIR). */
   hidden?: string[] | undefined;
+  /** RUNNER_EXTRA_PATHS: more folders shown read-only (command versions' programs). */
+  extraPaths?: string[] | undefined;
+  /** Installation folders of the runtimes found at start (the Python builds use), shown read-only. */
+  runtimes?: string[] | undefined;
+  limits?: RunLimits | undefined;
 }
 
-/** The folder's real path, so a bind lands where the hidden folder's symlinks lead. */
-function realFolder(folder: string): string {
-  const absolute = path.resolve(folder);
-  try {
-    // The system's realpath: one call, where Node's own looks at each part of the path.
-    return realpathSync.native(absolute);
-  } catch {
-    return absolute;
-  }
-}
+const MIB = 1024 * 1024;
+/** The kernel numbers a PID namespace's first 300 processes apart from those it reuses after wrapping. */
+const RESERVED_PIDS = 300;
+/** Between SIGXCPU at RUN_CPU_SECONDS and SIGKILL. */
+const CPU_GRACE_SECONDS = 5;
 
-/**
- * Fails as a plain spawn would when the program is nowhere to be found: inside, bwrap could only
- * report it as its own exit code 1. What the sandbox sees is a part of what this process sees.
- */
-function assertProgramExists(program: string, cwd: string, searchPath: string): void {
-  const found = program.includes('/')
-    ? isExecutableFile(path.resolve(cwd, program))
-    : findOnPath(program, searchPath) !== null;
-  if (found) return;
-  throw Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
+function requiredTool(name: string): string {
+  const found = findOnPath(name, SYSTEM_PATH);
+  if (!found) throw new Error(`${name} (util-linux) was not found in ${SYSTEM_PATH}: the sandbox needs it for limits`);
+  return found;
 }
 
 /**
- * The namespaces and mounts every runner gets (CONTRACTS §12), before its own folders:
- * its own user (all capabilities dropped, so it cannot undo a mount), PID, IPC and UTS
- * namespaces; the machine read-only; fresh /proc, /dev and /tmp.
+ * What runs first in the sandbox, with the capabilities of its user namespace: it bounds the PID
+ * namespace (per-namespace pid_max, Linux 6.14 and newer; RLIMIT_NPROC does not bind root), sets
+ * the run's limits and drops every capability, so that nothing after it can undo a mount.
  */
-function leadingArguments(network: RunnerNetwork): string[] {
+function initPrefix(limits: RunLimits): string[] {
+  const cpu = limits.cpuSeconds;
+  return [
+    '/bin/sh',
+    '-c',
+    `echo ${limits.processes + RESERVED_PIDS} > /proc/sys/kernel/pid_max 2>/dev/null; exec "$@"`,
+    'sh',
+    requiredTool('prlimit'),
+    `--cpu=${cpu}:${cpu + CPU_GRACE_SECONDS}`,
+    `--data=${limits.memoryMb * MIB}`,
+    `--nproc=${limits.processes}`,
+    '--',
+    requiredTool('setpriv'),
+    '--inh-caps=-all',
+    '--bounding-set=-all',
+    '--no-new-privs',
+    '--',
+  ];
+}
+
+/**
+ * The namespaces every runner gets (CONTRACTS §12): its own user (its capabilities dropped by
+ * initPrefix), PID, IPC and UTS namespaces, and the network's.
+ */
+function namespaceArguments(network: RunnerNetwork): string[] {
   const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
   if (network === 'off') args.push('--unshare-net');
-  args.push('--die-with-parent', '--cap-drop', 'ALL');
-  args.push('--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  args.push('--die-with-parent');
   return args;
 }
 
-/** crewd's folders, made if missing (a mount point must exist before bwrap makes the root read-only), as real paths. */
+/** Fresh /proc and /dev, and the size-bounded /tmp and home of the process's own. */
+function freshArguments(limits: RunLimits): string[] {
+  return [
+    ...['--proc', '/proc', '--dev', '/dev'],
+    ...['--size', String(limits.tmpMb * MIB), '--tmpfs', SANDBOX_TMP],
+    ...['--size', String(limits.homeMb * MIB), '--tmpfs', SANDBOX_HOME],
+  ];
+}
+
+/** Last of the mounts: the sandbox's root, where bwrap made the mount points, is read-only too. */
+const SEAL = ['--remount-ro', '/'];
+
+/** crewd's folders, made if missing, as real paths. */
 function hiddenFolders(options: BubblewrapOptions): string[] {
   return [options.dataDir, ...(options.hidden ?? [])].map((folder) => {
     mkdirSync(folder, { recursive: true });
@@ -61,42 +93,33 @@ function hiddenFolders(options: BubblewrapOptions): string[] {
   });
 }
 
-/** Then /run (service sockets such as PostgreSQL's or Docker's) and crewd's folders hidden under empty tmpfs. */
-function hidingArguments(hidden: readonly string[]): string[] {
-  const args: string[] = [];
-  if (existsSync('/run')) args.push('--tmpfs', '/run');
-  // DNS keeps working on hosts whose /etc/resolv.conf links into /run.
-  if (existsSync(RESOLVER_FOLDER)) args.push('--ro-bind', RESOLVER_FOLDER, RESOLVER_FOLDER);
-  for (const folder of hidden) args.push('--tmpfs', folder);
-  return args;
-}
-
-const HOST_TMP = '/tmp';
-const underHostTmp = (file: string) => file === HOST_TMP || file.startsWith(`${HOST_TMP}/`);
-
 /**
- * The folders under the host's /tmp that the command names (its program, a script, its cwd, its
- * PYTHONPATH):
- * the sandbox's /tmp is its own, so these are bound back read-only, at the same paths, for a
- * command version (or a checkout) that lives there. Folders inside the hidden ones (DATA_DIR) are
- * left out: they would be hidden after them all the same.
+ * Fails as a plain spawn would when the program is nowhere the sandbox shows: inside, bwrap could
+ * only report it as its own exit code 1. Its folder, and any file or folder the command names, must be in view.
  */
-function hostTmpFolders(plan: ProcessPlan, cwd: string, hidden: readonly string[]): string[] {
-  const folders = new Set<string>();
-  if (underHostTmp(cwd) && existsSync(cwd)) folders.add(realFolder(cwd));
-  for (const arg of plan.command) {
-    if (!arg.includes('/')) continue;
-    const file = path.resolve(cwd, arg);
-    if (underHostTmp(file) && existsSync(file)) folders.add(realFolder(path.dirname(file)));
+function assertInView(plan: ProcessPlan, cwd: string, shown: (file: string) => boolean): void {
+  const [program = '', ...args] = plan.command;
+  const found = program.includes('/')
+    ? isExecutableFile(path.resolve(cwd, program)) && path.resolve(cwd, program)
+    : (plan.env.PATH ?? '')
+        .split(':')
+        .filter((folder) => folder !== '' && shown(realFolder(folder)))
+        .map((folder) => findOnPath(program, folder))
+        .find((file) => file !== null);
+  if (!found) {
+    const elsewhere = !program.includes('/') && findOnPath(program, plan.env.PATH ?? '');
+    const detail = elsewhere ? `: ${elsewhere} is not in the sandbox's view (see RUNNER_EXTRA_PATHS)` : '';
+    throw Object.assign(new Error(`spawn ${program} ENOENT${detail}`), { code: 'ENOENT' });
   }
-  for (const entry of (plan.env.PYTHONPATH ?? '').split(':')) {
-    if (entry !== '' && underHostTmp(path.resolve(cwd, entry)) && existsSync(path.resolve(cwd, entry))) {
-      folders.add(realFolder(path.resolve(cwd, entry)));
-    }
+  const outside = [found, cwd, ...args.filter((arg) => path.isAbsolute(arg) && existsSync(arg))].find(
+    (file) => file !== '/' && !shown(realFolder(file)),
+  );
+  if (outside !== undefined) {
+    throw Object.assign(
+      new Error(`${outside} is not in the sandbox's view: list its folder in RUNNER_EXTRA_PATHS to show it to runners`),
+      { code: 'ENOENT' },
+    );
   }
-  folders.delete(HOST_TMP);
-  const inHidden = (folder: string) => hidden.some((root) => folder === root || folder.startsWith(`${root}/`));
-  return [...folders].filter((folder) => !inHidden(folder));
 }
 
 /** Which folder on disk a path is now (device and inode), or `gone`. */
@@ -105,10 +128,21 @@ function identity(folder: string): string {
   return stats ? `${stats.dev}:${stats.ino}` : 'gone';
 }
 
-/** Runners in Linux namespaces through bubblewrap. */
+/** Runners in Linux namespaces through bubblewrap, seeing only what CONTRACTS §12 shows them. */
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
+  const limits = options.limits ?? DEFAULT_RUN_LIMITS;
   const hidden = hiddenFolders(options);
-  const hiding = hidingArguments(hidden);
+  const prefix = initPrefix(limits);
+  const extra = options.extraPaths ?? [];
+  const view = machineView(
+    [installationFolder(), nodeFolder(), ...(options.runtimes ?? []), ...extra, ...extra.flatMap(pythonsOf)],
+    path.join(hidden[0] as string, '.sandbox-empty'),
+  );
+  // crewd's folders inside the view (DATA_DIR in its installation folder) are hidden after it.
+  const hiding = hidden
+    .filter((folder) => view.shown.some((shown) => within(folder, shown)))
+    .flatMap((folder) => ['--tmpfs', folder]);
+  const common = [...view.args, ...freshArguments(limits), ...hiding];
   /** DATA_DIR/runs, where scratch folders are, as the sandbox sees it (the same path). */
   const runsFolder = path.join(realFolder(options.dataDir), 'runs');
   /** Spares wait in the machine's shell: none without one. */
@@ -116,14 +150,16 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
 
   /** Everything but the writable folders: the same for every run of a version. */
   function readOnlyArguments(plan: ProcessPlan, cwd: string, confinement: Confinement): string[] {
-    assertProgramExists(plan.command[0] ?? '', cwd, plan.env.PATH ?? '');
-    const args = leadingArguments(confinement.network ?? options.network);
-    for (const folder of hostTmpFolders(plan, cwd, hidden)) args.push('--ro-bind', folder, folder);
-    args.push(...hiding);
-    for (const folder of confinement.readOnly) {
-      const real = realFolder(folder);
-      args.push('--ro-bind', real, real);
+    const args = [...namespaceArguments(confinement.network ?? options.network), ...common];
+    const readOnly = confinement.readOnly.map(realFolder);
+    const runtimes = readOnly.flatMap(pythonsOf).filter((folder) => !view.shown.some((shown) => within(folder, shown)));
+    for (const folder of [...new Set(runtimes), ...readOnly]) args.push('--ro-bind', folder, folder);
+    for (const file of confinement.homeFiles ?? []) {
+      args.push('--ro-bind', file.source, path.join(SANDBOX_HOME, file.target));
     }
+    const writable = confinement.writable.map(realFolder);
+    const visible = [...view.shown, ...runtimes, ...readOnly, ...writable];
+    assertInView(plan, cwd, (file) => visible.some((folder) => within(file, folder)));
     return args;
   }
 
@@ -135,7 +171,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
       const real = realFolder(folder);
       args.push('--bind', real, real);
     }
-    args.push('--chdir', cwd, '--', ...plan.command);
+    args.push(...SEAL, '--chdir', cwd, '--', ...prefix, ...plan.command);
     // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
     return { command: [options.bwrapPath, ...args], cwd, env: plan.env };
   }
@@ -161,7 +197,17 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
         key: JSON.stringify([scratch !== null, args]),
         // An empty environment: the shell gets the process's own with its line.
         spare: (folder) => ({
-          command: [options.bwrapPath, ...args, ...bindRuns(folder), '--chdir', '/', '--', ...SPARE_SHELL],
+          command: [
+            options.bwrapPath,
+            ...args,
+            ...bindRuns(folder),
+            ...SEAL,
+            '--chdir',
+            '/',
+            '--',
+            ...prefix,
+            ...SPARE_SHELL,
+          ],
           cwd: '/',
           env: {},
         }),

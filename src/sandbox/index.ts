@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { Logger } from 'pino';
+import type { RunLimits } from '../execution/limits.js';
 import { createBubblewrapSandbox } from './bubblewrap.js';
 import { plainSandbox } from './plain.js';
 import { probeBubblewrap } from './probe.js';
@@ -12,9 +15,30 @@ export interface SandboxOptions {
   dataDir: string;
   /** Other folders hidden from runners as DATA_DIR is (BUILD_CACHE_DIR). */
   hidden?: string[] | undefined;
+  /** RUNNER_EXTRA_PATHS. */
+  extraPaths?: string[] | undefined;
+  limits?: RunLimits | undefined;
+  /** The PATH runners and builds get: its python3 is a runtime the sandbox shows. */
+  runnerPath?: string | undefined;
   logger: Logger;
   /** Where to look for bwrap; default this process's PATH. */
   searchPath?: string | undefined;
+}
+
+const execute = promisify(execFile);
+
+/**
+ * The installation folder of the `python3` on `searchPath` (through a version manager's shims),
+ * which builds make environments from; none when there is no Python.
+ */
+async function pythonRuntime(searchPath: string): Promise<string[]> {
+  const code = 'import os, sys; print(os.path.realpath(sys.base_prefix))';
+  try {
+    const { stdout } = await execute('python3', ['-c', code], { env: { PATH: searchPath }, timeout: 10_000 });
+    return stdout.trim() ? [stdout.trim()] : [];
+  } catch {
+    return [];
+  }
 }
 
 /**
@@ -37,6 +61,9 @@ export async function createSandbox(options: SandboxOptions): Promise<Sandbox> {
       network,
       dataDir: options.dataDir,
       hidden: options.hidden,
+      extraPaths: options.extraPaths,
+      limits: options.limits,
+      runtimes: await pythonRuntime(options.runnerPath ?? process.env.PATH ?? ''),
     });
   }
   if (mode === 'on') throw new Error(`RUNNER_SANDBOX=on but the sandbox is unusable: ${probe.reason}`);

@@ -5,11 +5,20 @@ export interface ProcessPlan {
   env: Record<string, string>;
 }
 
+/** A file of the host put into the process's home (a build's package-tool settings), read-only in the sandbox. */
+export interface HomeFile {
+  source: string;
+  /** Its path relative to the home. */
+  target: string;
+}
+
 export interface Confinement {
-  /** Folders the process may write (its working folder); /tmp is always a fresh writable tmpfs. */
+  /** Folders the process may write (its working folder); its /tmp and home are always fresh and writable. */
   writable: string[];
   /** Extra folders it may read (a version's built files) even when they lie under DATA_DIR. */
   readOnly: string[];
+  /** Files of the host its home gets (copied into a home outside the sandbox). */
+  homeFiles?: HomeFile[];
   /** Overrides RUNNER_NETWORK for this process: build steps always get the host's network. */
   network?: RunnerNetwork;
 }

@@ -20,7 +20,8 @@ interface ProbeReport {
   connect: Attempt | null;
 }
 
-const RUNNER_ENV = ['PATH', 'CREWD_RUN_ID', 'CREWD_DEPLOYMENT_ID', 'CREWD_VERSION_ID', 'CREWD_THREAD_ID'];
+const HOME_ENV = ['HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'TMPDIR'];
+const RUNNER_ENV = ['PATH', 'CREWD_RUN_ID', 'CREWD_DEPLOYMENT_ID', 'CREWD_VERSION_ID', 'CREWD_THREAD_ID', ...HOME_ENV];
 const gone = { ok: false, code: 'ENOENT' };
 
 /** What a crew of another organization would go for, each checked to be there on the host first. */
