@@ -11,6 +11,7 @@ import { createActiveRuns, type VersionPreparer } from './active-runs.js';
 import { createHousekeeping } from './housekeeping.js';
 import type { InstanceLease } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
+import type { RunLimits } from './limits.js';
 import type { Peers } from './peers.js';
 import { createRunQueue, type ThreadStateLoader } from './run-queue.js';
 import type { RunningRuns } from './running-runs.js';
@@ -29,11 +30,13 @@ export interface ExecutorOptions {
   threadRunStopped: (runId: string) => Promise<void>;
   logger: Logger;
   maxConcurrentRuns: number;
-  dataDir: string;
   /** MAX_RUNS_PER_ORGANIZATION (0: a share computed from maxConcurrentRuns). */
   maxRunsPerOrganization?: number | undefined;
+  dataDir: string;
   runnerPath: string | undefined;
   killGraceMs: number;
+  /** What one run may use (RUN_MAX_EVENTS, …). */
+  runLimits?: RunLimits | undefined;
   /** Housekeeping tick (lease heartbeat, sweeps, queue poll). */
   tickMs: number;
   observer?: RunObserver | undefined;
@@ -97,11 +100,11 @@ export function createRunExecutor(options: ExecutorOptions) {
       await housekeeping.releaseLease();
     },
 
+    organizationCreated: queue.organizationCreated,
+
     /** Runs whose processes are alive here (for tests and the bench). */
     activeCount: () => options.running.size,
   };
-    organizationCreated: queue.organizationCreated,
-
 }
 
 export type Executor = ReturnType<typeof createRunExecutor>;
