@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processAlive } from '../execution/process-group.js';
+import { randomToken } from '../ids.js';
 
 /**
  * The environment cache (BUILD_CACHE_DIR, default DATA_DIR/environments): `<org>/<key>` per
@@ -21,6 +22,27 @@ const LOCK_POLL_MS = 200;
 /** A lock folder whose owner has not written its pid after this long is left from a crash. */
 const UNOWNED_LOCK_MS = 10_000;
 
+const INSTALLATION_ID = 'installation-id';
+const INSTALLATION = /^[A-Za-z0-9]{24}$/;
+
+/**
+ * This installation's folder of the cache, `<cacheDir>/<installation id>`: the id is made once, at
+ * random, and kept in DATA_DIR, so two installations sharing BUILD_CACHE_DIR never share an
+ * environment or a tool cache (one could plant code, a `.pth` file, that the other's runs execute).
+ */
+export function installationCache(cacheDir: string, dataDir: string): string {
+  const file = path.resolve(dataDir, INSTALLATION_ID);
+  mkdirSync(path.dirname(file), { recursive: true });
+  try {
+    writeFileSync(file, randomToken(24), { flag: 'wx', mode: 0o600 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const id = readFileSync(file, 'utf8').trim();
+  if (!INSTALLATION.test(id)) throw new Error(`${file} does not hold an installation id: remove it to make a new one`);
+  return path.resolve(cacheDir, id);
+}
+
 /** The organization's folder of the cache: environments are never shared between organizations. */
 export const organizationCache = (cacheDir: string, orgId: string) => path.resolve(cacheDir, orgId);
 
@@ -31,7 +53,6 @@ export function toolCacheEnv(orgDir: string): Record<string, string> {
     PIP_CACHE_DIR: path.join(tools, 'pip'),
     UV_CACHE_DIR: path.join(tools, 'uv'),
     npm_config_cache: path.join(tools, 'npm'),
-    XDG_CACHE_HOME: path.join(tools, 'xdg'),
   };
 }
 

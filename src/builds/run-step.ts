@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProcessLauncher } from '../execution/launcher.js';
+import { packageSettings } from './package-settings.js';
 
 /** Where a build writes its output, line by line. */
 export type BuildLogger = (message: string, stream: 'stdout' | 'stderr') => void;
@@ -61,12 +62,14 @@ export async function runStep(step: string, command: string[], cwd: string, tool
   if (signal?.aborted) throw new BuildFailure(step, `${step} was stopped: the service is shutting down`);
   if (command.length === 0) throw new BuildFailure(step, `${step}: nothing to run`);
   tools.log(`$ ${command.join(' ')}`, 'stdout');
+  // The service user's pip, uv and npm settings, in the step's own home (the launcher gives it one).
+  const settings = packageSettings(tools.env);
   const launched = await tools.launcher.launch({
     command,
     cwd,
     env: tools.env,
     stdin: '',
-    confinement: { writable: tools.writable, readOnly: [], network: 'on' },
+    confinement: { writable: tools.writable, readOnly: settings.readOnly, homeFiles: settings.homeFiles, network: 'on' },
   });
   if ('error' in launched) throw new BuildFailure(step, `${step} could not start (${launched.error})`);
   const tail: string[] = [];
