@@ -19,6 +19,7 @@ import { newId } from '../ids.js';
 import { insertEvents } from '../runs/repository.js';
 import { type BuiltVersion, buildVersionFiles, readBuilt, removeVersionFiles, stillBuilt } from './builder.js';
 import { removeLeftovers, removeUnusedEnvironments } from './cleanup.js';
+import { installationCache } from './environment-cache.js';
 import { PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environments.js';
 import type { ForkServers } from './fork-servers.js';
 import { detectProject } from './project.js';
@@ -68,7 +69,7 @@ export function createBuildService(options: BuildServiceOptions) {
   const stopped = new AbortController();
   const runnerPath = config.runnerPath ?? DEFAULT_RUNNER_PATH;
   const toolEnv = { ...config.buildEnv, PATH: `${path.dirname(process.execPath)}:${runnerPath}` };
-  const dirs = { dataDir: config.dataDir, cacheDir: config.buildCacheDir };
+  const dirs = { dataDir: config.dataDir, cacheDir: installationCache(config.buildCacheDir, config.dataDir) };
 
   const tools = (log: BuildLogger) => ({
     launcher: options.launcher,
