@@ -4,6 +4,8 @@ import path from 'node:path';
 import { COMPLETE, organizationCache, toolCacheEnv } from './environment-cache.js';
 import { ensureEnvironment } from './environments.js';
 import { detectProject, type Project } from './project.js';
+import { type CheckContext, checkEntrypoint } from './python-check.js';
+import type { PythonTools } from './python-tools.js';
 import { BuildFailure, type StepTools } from './run-step.js';
 import { inspectBundle, unpackBundle } from './unpack.js';
 
@@ -13,10 +15,11 @@ export function versionPaths(dataDir: string, versionId: string) {
   return { home, project: path.join(home, 'project'), built: path.join(home, 'built.json') };
 }
 
-/** Where builds keep their files: DATA_DIR, and the environment cache (BUILD_CACHE_DIR). */
+/** Where builds keep their files: DATA_DIR, and the environment cache (BUILD_CACHE_DIR); how Python installs. */
 export interface BuildDirs {
   dataDir: string;
   cacheDir: string;
+  python: PythonTools;
 }
 
 /** What a build runs its steps with; the folders they may write are the build's own. */
@@ -31,6 +34,22 @@ export interface BuiltVersion {
   binDir: string | null;
   /** Absolute folders for PYTHONPATH. */
   importPaths: string[];
+}
+
+/**
+ * A run's environment for the built files (CONTRACTS §8): deployment variables, the version's env over them,
+ * PATH with the environment's bin first, PYTHONPATH with the project's import paths.
+ */
+export function builtVersionEnv(
+  built: BuiltVersion,
+  values: Record<string, string>,
+  versionEnv: Record<string, string>,
+  runnerPath: string,
+): Record<string, string> {
+  const bins = [built.binDir, path.dirname(process.execPath)].filter((dir): dir is string => dir !== null);
+  const env: Record<string, string> = { ...values, ...versionEnv, PATH: [...bins, runnerPath].join(':') };
+  if (built.importPaths.length > 0) env.PYTHONPATH = built.importPaths.join(':');
+  return env;
 }
 
 async function readBuiltFile(file: string): Promise<BuiltVersion | null> {
@@ -73,14 +92,16 @@ export async function environmentsInUse(dataDir: string): Promise<Set<string>> {
 
 /**
  * Builds a version's files on this instance: unpacks its bundle, gets its environment (from the
- * cache or made), links Node packages in, and writes `built.json` last, so that a version counts as
- * built here only when all of it is. What a failed build made is removed.
+ * cache or made), links Node packages in, checks a Python entrypoint imports (given `check`: the
+ * version's first build), and writes `built.json` last, so that a version counts as built here only
+ * when all of it is. What a failed build made is removed.
  */
 export async function buildVersionFiles(
   dirs: BuildDirs,
   versionId: string,
   bundle: { data: Buffer; orgId: string },
   tools: BuildTools,
+  check?: CheckContext,
 ): Promise<BuiltVersion> {
   const paths = versionPaths(dirs.dataDir, versionId);
   const orgDir = organizationCache(dirs.cacheDir, bundle.orgId);
@@ -102,7 +123,8 @@ export async function buildVersionFiles(
     tools.log(`unpacked into ${paths.project}`, 'stdout');
     // Both are bound into the sandbox of the build's steps, so they must be there.
     await mkdir(orgDir, { recursive: true });
-    const ensured = await ensureEnvironment(project, paths.project, { orgDir, dataDir: dirs.dataDir }, stepTools);
+    const place = { orgDir, dataDir: dirs.dataDir, python: dirs.python };
+    const ensured = await ensureEnvironment(project, paths.project, place, stepTools);
     release = ensured.release;
     const environment = ensured.environment;
     const ownModules = path.join(paths.project, 'node_modules');
@@ -113,6 +135,10 @@ export async function buildVersionFiles(
       binDir: environment.binDir,
       importPaths: project.importPaths.map((folder) => path.resolve(paths.project, folder)),
     };
+    if (check) {
+      const env = builtVersionEnv(built, check.values, project.env, check.runnerPath);
+      await checkEntrypoint(project, { ...built, env }, paths.home, tools);
+    }
     await writeFile(paths.built, JSON.stringify(built));
     return built;
   } catch (error) {

@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { findOnPath } from '../program-search.js';
 import { COMPLETE, claim, lock, pin } from './environment-cache.js';
 import { environmentKey, PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environment-key.js';
 import { python3Of, versionOf } from './host-tools.js';
 import type { Project } from './project.js';
+import { type PythonTools, uvForBuild } from './python-tools.js';
 import { BuildFailure, runStep, type StepTools } from './run-step.js';
 
 export { PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environment-key.js';
@@ -46,31 +46,35 @@ async function sitePackages(venv: string): Promise<string> {
   return path.join(lib, pythons[0], 'site-packages');
 }
 
-/** The commands that make the venv and install into it: uv when on PATH, else the machine's pip. */
-async function pythonCommands(installs: string[], venv: string, tools: StepTools): Promise<string[][]> {
+/** The commands that make the venv and install into it: with uv (uvForBuild), else with the machine's pip. */
+async function pythonCommands(installs: string[], venv: string, place: CachePlace, tools: StepTools) {
   const python = path.join(venv, 'bin', 'python');
-  const uv = findOnPath('uv', tools.env.PATH ?? '');
-  if (uv) {
-    tools.log(`using uv (${uv})`, 'stdout');
-    // The python3 of PATH, as pip's venv would take and the cache key names, not one uv prefers.
-    return [
-      [uv, 'venv', '--python', findOnPath('python3', tools.env.PATH ?? '') ?? 'python3', venv],
-      [uv, 'pip', 'install', '--python', python, ...installs],
-    ];
-  }
-  tools.log('using pip (uv is not on PATH)', 'stdout');
+  // The interpreter of PATH's python3, as the cache key names it; with nothing to install, no installer is needed.
   const python3 = await python3Of(tools.env);
+  if (installs.length === 0) return { commands: [[python3, '-m', 'venv', '--without-pip', venv]], readOnly: [] };
+  const uv = await uvForBuild(place.python, tools);
+  if (uv) {
+    tools.log(`using uv (${uv.program})`, 'stdout');
+    const commands = [
+      [uv.program, 'venv', '--python', python3, venv],
+      [uv.program, 'pip', 'install', '--python', python, ...installs],
+    ];
+    return { commands, readOnly: uv.toolsDir ? [uv.toolsDir] : [] };
+  }
+  tools.log(`using pip (${place.python.installer === 'pip' ? 'BUILD_PYTHON_INSTALLER=pip' : 'no uv'})`, 'stdout');
   if (await pipTakesPython(python3, tools.env)) {
     // The machine's pip installs into a venv made without its own pip: much faster than ensurepip.
-    return [
+    const commands = [
       [python3, '-m', 'venv', '--without-pip', venv],
       [python3, '-m', 'pip', '--python', python, 'install', ...installs],
     ];
+    return { commands, readOnly: [] };
   }
-  return [
+  const commands = [
     [python3, '-m', 'venv', venv],
     [python, '-m', 'pip', 'install', ...installs],
   ];
+  return { commands, readOnly: [] };
 }
 
 /**
@@ -78,13 +82,21 @@ async function pythonCommands(installs: string[], venv: string, tools: StepTools
  * on the import path with a .pth file rather than built as a wheel: it is standard library only,
  * and building it would cost seconds on every build.
  */
-async function buildPython(project: Project, projectDir: string, venv: string, given: StepTools): Promise<void> {
+async function buildPython(
+  project: Project,
+  projectDir: string,
+  venv: string,
+  place: CachePlace,
+  given: StepTools,
+): Promise<void> {
   // uv trusts the machine's certificate store as pip does (a proxy's own authority included); its own settings win.
   const tools = { ...given, env: { UV_SYSTEM_CERTS: '1', UV_NATIVE_TLS: '1', ...given.env } };
   const installs = installArguments(project, projectDir);
-  const [create, install] = await pythonCommands(installs, venv, tools);
-  if (create) await runStep('creating the virtual environment', create, projectDir, tools);
-  if (install && installs.length > 0) await runStep('installing the dependencies', install, projectDir, tools);
+  const { commands, readOnly } = await pythonCommands(installs, venv, place, tools);
+  const [create, install] = commands;
+  const stepTools = { ...tools, readOnly: [...(tools.readOnly ?? []), ...readOnly] };
+  if (create) await runStep('creating the virtual environment', create, projectDir, stepTools);
+  if (install) await runStep('installing the dependencies', install, projectDir, stepTools);
   if (PYTHON_RUNNER_PRESENT) {
     await writeFile(path.join(await sitePackages(venv), 'crewd-runner.pth'), `${PYTHON_RUNNER_DIR}\n`);
     tools.log(`crewd runner: ${PYTHON_RUNNER_DIR}`, 'stdout');
@@ -96,7 +108,9 @@ async function buildNode(projectDir: string, target: string, tools: StepTools): 
   const locked = existsSync(path.join(projectDir, 'package-lock.json'));
   if (locked) await copyFile(path.join(projectDir, 'package-lock.json'), path.join(target, 'package-lock.json'));
   const command = ['npm', locked ? 'ci' : 'install', '--omit=dev', '--no-audit', '--no-fund'];
-  await runStep('installing the dependencies', command, target, tools);
+  // The npm beside the node that runs crewd (and runs the crew), whatever PATH names first.
+  const env = { ...tools.env, PATH: `${path.dirname(process.execPath)}:${tools.env.PATH ?? ''}` };
+  await runStep('installing the dependencies', command, target, { ...tools, env });
 }
 
 /** Where the environment cache is, and which installation uses it (its claims are by DATA_DIR). */
@@ -104,6 +118,7 @@ export interface CachePlace {
   /** The organization's folder of the cache. */
   orgDir: string;
   dataDir: string;
+  python: PythonTools;
 }
 
 const building = new Map<string, Promise<void>>();
@@ -134,7 +149,7 @@ async function buildUnderLock(
     await rm(home, { recursive: true, force: true });
     await mkdir(home, { recursive: true });
     try {
-      if (project.python) await buildPython(project, projectDir, path.join(home, 'venv'), tools);
+      if (project.python) await buildPython(project, projectDir, path.join(home, 'venv'), place, tools);
       else await buildNode(projectDir, home, tools);
       await claim(home, place.dataDir);
       await writeFile(path.join(home, COMPLETE), new Date().toISOString());

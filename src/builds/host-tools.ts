@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { promisify } from 'node:util';
 
 const execute = promisify(execFile);
@@ -45,3 +46,12 @@ export const python3Of = oncePerKey(
       () => 'python3',
     ),
 );
+
+/**
+ * PATH of build steps: the service's own (or the runners' default) first, so that `python3` (and `uv`) are
+ * the ones PATH names, as the docs say; then the folder of the node that runs crewd, for projects' npm.
+ */
+export function buildPath(runnerPath: string): string {
+  const nodeDir = path.dirname(process.execPath);
+  return runnerPath.split(':').includes(nodeDir) ? runnerPath : `${runnerPath}:${nodeDir}`;
+}

@@ -41,6 +41,15 @@ export function findVersionForBuild(db: Db, versionId: string) {
 
 export type BuildVersionRecord = NonNullable<Awaited<ReturnType<typeof findVersionForBuild>>>;
 
+/** The deployment's stored variables, for a build's import check (it imports the crew as a run would). */
+export function findVariables(db: Db, deploymentId: string) {
+  return db
+    .selectFrom('deployment_variables')
+    .select(['name', 'value', 'encrypted'])
+    .where('deployment_id', '=', deploymentId)
+    .execute();
+}
+
 /** Takes a building version's build for this instance; undefined when it is no longer building. */
 export function claimBuild(db: Db, versionId: string, instanceId: string, previousInstance: string | null) {
   let query = db

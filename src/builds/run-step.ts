@@ -16,6 +16,8 @@ export interface StepTools {
   env: Record<string, string>;
   /** Folders a step may write: the version's build folder and its organization's build cache. */
   writable: string[];
+  /** Folders of crewd's a step may read besides (in the sandbox, DATA_DIR and BUILD_CACHE_DIR are hidden). */
+  readOnly?: string[];
   log: BuildLogger;
   deadline: number;
   /** Aborted when the service stops: the step's processes are ended. */
@@ -69,7 +71,12 @@ export async function runStep(step: string, command: string[], cwd: string, tool
     cwd,
     env: tools.env,
     stdin: '',
-    confinement: { writable: tools.writable, readOnly: settings.readOnly, homeFiles: settings.homeFiles, network: 'on' },
+    confinement: {
+      writable: tools.writable,
+      readOnly: [...(tools.readOnly ?? []), ...settings.readOnly],
+      homeFiles: settings.homeFiles,
+      network: 'on',
+    },
   });
   if ('error' in launched) throw new BuildFailure(step, `${step} could not start (${launched.error})`);
   const tail: string[] = [];

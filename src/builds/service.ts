@@ -17,12 +17,21 @@ import type { ProcessLauncher } from '../execution/launcher.js';
 import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
 import { newId } from '../ids.js';
 import { insertEvents } from '../runs/repository.js';
-import { type BuiltVersion, buildVersionFiles, readBuilt, removeVersionFiles, stillBuilt } from './builder.js';
+import {
+  type BuiltVersion,
+  buildVersionFiles,
+  builtVersionEnv,
+  readBuilt,
+  removeVersionFiles,
+  stillBuilt,
+} from './builder.js';
 import { removeLeftovers, removeUnusedEnvironments } from './cleanup.js';
 import { installationCache } from './environment-cache.js';
 import { PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environments.js';
 import type { ForkServers } from './fork-servers.js';
+import { buildPath } from './host-tools.js';
 import { detectProject } from './project.js';
+import { buildToolsDir } from './python-tools.js';
 import * as repo from './repository.js';
 import { BuildFailure, type BuildLogger } from './run-step.js';
 
@@ -40,7 +49,13 @@ export interface BuildServiceOptions {
   logger: Logger;
   config: Pick<
     Config,
-    'dataDir' | 'buildCacheDir' | 'maxConcurrentBuilds' | 'buildTimeoutSeconds' | 'buildEnv' | 'runnerPath'
+    | 'dataDir'
+    | 'buildCacheDir'
+    | 'maxConcurrentBuilds'
+    | 'buildTimeoutSeconds'
+    | 'buildEnv'
+    | 'runnerPath'
+    | 'buildPythonInstaller'
   >;
   /** The runners' launcher, in the sandbox: build steps start through it too (CONTRACTS §12). */
   launcher: ProcessLauncher;
@@ -68,8 +83,12 @@ export function createBuildService(options: BuildServiceOptions) {
   let stopping = false;
   const stopped = new AbortController();
   const runnerPath = config.runnerPath ?? DEFAULT_RUNNER_PATH;
-  const toolEnv = { ...config.buildEnv, PATH: `${path.dirname(process.execPath)}:${runnerPath}` };
-  const dirs = { dataDir: config.dataDir, cacheDir: installationCache(config.buildCacheDir, config.dataDir) };
+  const toolEnv = { ...config.buildEnv, PATH: buildPath(runnerPath) };
+  const dirs = {
+    dataDir: config.dataDir,
+    cacheDir: installationCache(config.buildCacheDir, config.dataDir),
+    python: { installer: config.buildPythonInstaller, toolsDir: buildToolsDir(config.buildCacheDir) },
+  };
 
   const tools = (log: BuildLogger) => ({
     launcher: options.launcher,
@@ -111,11 +130,14 @@ export function createBuildService(options: BuildServiceOptions) {
     let end: BuildEnd;
     try {
       if (!bundle) throw new BuildFailure('reading the bundle', 'reading the bundle failed: it is no longer stored');
+      // The import check sees what a run would: the deployment's variables among it.
+      const values = variables.open(version.deployment_id, await repo.findVariables(db, version.deployment_id));
       await buildVersionFiles(
         dirs,
         versionId,
         { data: bundle.data, orgId: version.org_id },
         tools((message, stream) => log.appendFromRunner('build.log', { message, stream })),
+        { values, runnerPath },
       );
       end = { status: 'ready', error: null };
     } catch (error) {
@@ -244,9 +266,7 @@ export function createBuildService(options: BuildServiceOptions) {
       const built = await builtHere(version, log).catch((error: Error) => {
         throw new Error(`building the version on this instance failed: ${error.message}`);
       });
-      const bins = [built.binDir, path.dirname(process.execPath)].filter((dir): dir is string => dir !== null);
-      const env: Record<string, string> = { ...values, ...version.env, PATH: [...bins, runnerPath].join(':') };
-      if (built.importPaths.length > 0) env.PYTHONPATH = built.importPaths.join(':');
+      const env = builtVersionEnv(built, values, version.env, runnerPath);
       // The crewd Python runner, which the environment imports from crewd's own folder, wherever that lies.
       const runner = built.environmentDir && PYTHON_RUNNER_PRESENT ? [PYTHON_RUNNER_DIR] : [];
       const readOnly = [

@@ -1,4 +1,5 @@
-"""`python -m crewd_runner --crew|--flow|--graph <target>`: one run of a Python crew over the runner protocol."""
+"""`python -m crewd_runner --crew|--flow|--graph <target>`: one run of a Python crew over the runner protocol
+(`--check`: the build's import check instead, see check.py)."""
 
 import argparse
 import json
@@ -18,6 +19,7 @@ def parse_args(argv):
     kind.add_argument("--crew", metavar="MODULE:ATTR", help="a @CrewBase class, a Crew, or a function returning one")
     kind.add_argument("--flow", metavar="MODULE:ATTR", help="a CrewAI Flow class or instance")
     kind.add_argument("--graph", metavar="FILE.py:ATTR", help="a LangGraph graph, relative to the project folder")
+    parser.add_argument("--check", action="store_true", help="only import the target and check its kind (builds)")
     return parser.parse_args(argv)
 
 
@@ -102,4 +104,8 @@ def run_over_protocol(load, stdin=None):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     cwd = os.getcwd()
+    if args.check:
+        from . import check
+
+        return check.main(args, cwd)
     return run_over_protocol(lambda: load_entry(args, cwd))
