@@ -1,12 +1,22 @@
 """LangGraph's checkpoint as one JSON value, so that crewd can keep it with the thread and hand it back.
 
 The latest checkpoint of the thread (and of its subgraphs while the graph is stopped at an interrupt) is written with
-the saver's own serializer (JsonPlusSerializer by default); its bytes travel as base64.
+the saver's own serializer (JsonPlusSerializer by default); its bytes travel as base64. A checkpoint is read back
+strictly: one whose msgpack names a type or function to call that is not among LangGraph's safe types (messages,
+documents, dates, ...) is refused before anything of it is decoded, and the run fails naming it.
 """
 
 import base64
 
 FORMAT = "crewd.langgraph.v1"
+# LangGraph's msgpack extension codes that name something to call (langgraph.checkpoint.serde.jsonplus).
+CALLING_EXTENSIONS = {0, 1, 2, 4, 5}
+METHOD_EXTENSION = 3
+NESTED_EXTENSION = 7
+
+
+class CheckpointRefused(ValueError):
+    """The thread's checkpoint names a type crewd does not construct."""
 
 
 def dump(saver, thread_id, include_subgraphs):
@@ -33,6 +43,9 @@ def restore(saver, thread_id, value):
         return
     if not isinstance(value, dict) or value.get("format") != FORMAT:
         raise ValueError(f"The thread's checkpoint is not a LangGraph checkpoint written by crewd ({FORMAT})")
+    for entry in value["checkpoints"]:
+        for typed in (entry["checkpoint"], entry["metadata"], *(write["value"] for write in entry["writes"])):
+            _check(typed)
     for entry in value["checkpoints"]:
         _restore_entry(saver, thread_id, entry)
 
@@ -73,3 +86,45 @@ def _typed(serde, value):
 
 def _untyped(serde, typed):
     return serde.loads_typed((typed["type"], base64.b64decode(typed["data"])))
+
+
+def _check(typed):
+    """Refuses a value that would construct something, before any value of the checkpoint is decoded."""
+    kind = typed["type"]
+    if kind == "msgpack":
+        _refuse_calls(base64.b64decode(typed["data"]))
+    elif kind not in ("null", "bytes", "bytearray", "json"):
+        raise CheckpointRefused(f"The thread's checkpoint holds a value of type {kind!r}, which crewd does not decode")
+
+
+def _refuse_calls(data):
+    """Reads the msgpack through without constructing anything; raises CheckpointRefused at the first extension that
+    names a type or method outside LangGraph's safe ones."""
+    import ormsgpack
+    from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+
+    refused = []  # ormsgpack reports a hook's exception as its own ValueError
+
+    def look(code, inner):
+        if code in CALLING_EXTENSIONS or code == METHOD_EXTENSION:
+            named = ormsgpack.unpackb(inner, ext_hook=look, option=ormsgpack.OPT_NON_STR_KEYS)
+            module, name = str(named[0]), str(named[1])
+            safe = (module, name) in SAFE_MSGPACK_TYPES
+            if code == METHOD_EXTENSION:
+                safe = (module, name, str(named[3])) in SAFE_MSGPACK_METHODS
+            if not safe:
+                refused.append(f"{module}.{name}")
+                raise CheckpointRefused(refused[0])
+        elif code == NESTED_EXTENSION:
+            ormsgpack.unpackb(inner, ext_hook=look, option=ormsgpack.OPT_NON_STR_KEYS)
+        return None
+
+    try:
+        ormsgpack.unpackb(data, ext_hook=look, option=ormsgpack.OPT_NON_STR_KEYS)
+    except ValueError:
+        if not refused:
+            raise
+        raise CheckpointRefused(
+            f"The thread's checkpoint names {refused[0]} to construct, which crewd does not: a checkpoint holds "
+            "LangGraph's safe types only (messages, documents, dates, sets and the like)"
+        ) from None

@@ -1,5 +1,8 @@
 """LangGraph graphs through the runner: stream events, final state, interrupts, and a thread over three runs."""
 
+import base64
+
+import ormsgpack
 from conftest import request, run_runner
 
 AGENT_GRAPH = "./src/agent/graph.py:graph"
@@ -87,6 +90,41 @@ def test_a_checkpoint_that_crewd_did_not_write_fails_the_run(projects):
 
     assert result.last["type"] == "run.failed"
     assert result.last["data"]["error"].startswith("ValueError: The thread's checkpoint is not a LangGraph checkpoint")
+
+
+def constructor_payload(module, name, argument):
+    """What LangGraph's serializer writes for an object it rebuilds as `module.name(argument)`."""
+    return ormsgpack.packb(ormsgpack.Ext(0, ormsgpack.packb([module, name, argument])))
+
+
+def typed(payload):
+    return {"type": "msgpack", "data": base64.b64encode(payload).decode()}
+
+
+def test_a_checkpoint_naming_a_constructor_is_refused_and_nothing_of_it_runs(projects, tmp_path):
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').write('ran')"
+    # The call hides in a pending write's value, under a set (a safe type) the first time.
+    hidden = ormsgpack.packb(
+        {"v": ormsgpack.Ext(0, ormsgpack.packb(["builtins", "set", [ormsgpack.Ext(0, ormsgpack.packb(["builtins", "exec", code]))]]))}
+    )
+    for checkpoint, write in ((constructor_payload("builtins", "exec", code), None), (None, hidden)):
+        entry = {
+            "ns": "",
+            "parent_id": None,
+            "checkpoint": typed(checkpoint or ormsgpack.packb({"channel_versions": {}})),
+            "metadata": typed(ormsgpack.packb({})),
+            "writes": [{"task_id": "t", "channel": "text", "value": typed(write)}] if write else [],
+        }
+        thread = {"thread_id": "thr_x", "values": {}, "checkpoint": {"format": "crewd.langgraph.v1", "checkpoints": [entry]}}
+
+        result = run_runner("graph", "echo_graph.py:graph", projects, request({"text": "x"}, thread))
+
+        assert result.last["type"] == "run.failed"
+        assert result.last["data"]["error"].startswith(
+            "CheckpointRefused: The thread's checkpoint names builtins.exec to construct, which crewd does not"
+        )
+        assert not marker.exists()
 
 
 def test_a_thread_with_values_but_no_checkpoint_starts_the_graph_from_those_values(projects):
