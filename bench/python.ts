@@ -33,7 +33,6 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
 function startCrewd(databaseUrl: string, dataDir: string, forkServerIdleSeconds = 600): Promise<Proc> {
   return startCrewdProcess(databaseUrl, dataDir, KEY, {
-    HOME: dataDir,
     PYTHON_FORK_SERVER_IDLE_SECONDS: String(forkServerIdleSeconds),
   });
 }

@@ -13,16 +13,16 @@ export function testVenv(): string {
   return venv;
 }
 
-/** Nothing leaves the machine: CrewAI's telemetry and tracing, OpenTelemetry, LiteLLM's cost map. */
+/**
+ * Nothing leaves the machine: CrewAI's telemetry and tracing, OpenTelemetry, LiteLLM's cost map; the variables
+ * docs/python-crews.md ("No telemetry") tells users to set, and no others.
+ */
 const OFFLINE_ENV: Record<string, string> = {
   CREWAI_DISABLE_TELEMETRY: 'true',
   CREWAI_DISABLE_TRACKING: 'true',
   CREWAI_TRACING_ENABLED: 'false',
   OTEL_SDK_DISABLED: 'true',
   LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-  HF_HUB_OFFLINE: '1',
-  XDG_DATA_HOME: '/tmp',
-  HOME: '/tmp',
 };
 
 /**
@@ -132,7 +132,8 @@ export interface WarmProcess {
 }
 
 export async function startWarm(venv: string, dir: string): Promise<WarmProcess> {
-  const env = { ...OFFLINE_ENV, XDG_DATA_HOME: dir, HOME: dir, PATH: process.env.PATH ?? '' };
+  // This process is the bench's own, not crewd's: a scratch home keeps CrewAI's storage out of the real one.
+  const env = { ...OFFLINE_ENV, HOME: dir, PATH: process.env.PATH ?? '' };
   const child = spawn(path.join(venv, 'bin/python'), ['warm.py'], { cwd: dir, env, stdio: ['pipe', 'pipe', 'ignore'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const next = async (): Promise<string> => {
