@@ -1,6 +1,5 @@
-import { useQuery } from '@tanstack/react-query';
-import { unwrap } from '../../../src/client/index.js';
 import { useSession } from '../session.js';
+import { useDeployments } from './names.js';
 import { Field } from './ui.js';
 
 /** Admin keys pick from the deployments; member keys (which cannot list them) type the id. */
@@ -15,12 +14,8 @@ export function DeploymentPicker({
   label?: string;
   allowAll?: boolean;
 }) {
-  const { client, role } = useSession();
-  const deployments = useQuery({
-    queryKey: ['deployments'],
-    queryFn: () => unwrap(client.GET('/v1/deployments', { params: { query: { limit: 200 } } })),
-    enabled: role === 'admin',
-  });
+  const { role } = useSession();
+  const deployments = useDeployments();
   return (
     <Field label={label}>
       {(id) =>

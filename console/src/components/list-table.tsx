@@ -5,6 +5,8 @@ export interface ListColumn<T> {
   cell(row: T): ReactNode;
   /** `actions` keeps a cell's buttons on one line. */
   className?: string;
+  /** A fixed table's column width (CSS), wide enough for the column's words. */
+  width?: string;
 }
 
 /** Records as a table with one header row; on a narrow screen it scrolls sideways inside its box. */
@@ -29,6 +31,13 @@ export function ListTable<T>({
   return (
     <div className="scroll">
       <table aria-label={label} className={fixed ? 'fixed' : undefined}>
+        {fixed ? (
+          <colgroup>
+            {columns.map((column) => (
+              <col key={column.header} style={column.width ? { width: column.width } : undefined} />
+            ))}
+          </colgroup>
+        ) : null}
         <thead>
           <tr>
             {columns.map((column) => (

@@ -49,7 +49,7 @@ export function Timeline({
         {events.map((event, index) => (
           <li key={event.seq ?? `n${index}`}>
             <span className="event-type">{event.data.type}</span>
-            <code>{summary(event)}</code>
+            <EventText text={summary(event)} />
           </li>
         ))}
       </ol>
@@ -58,9 +58,19 @@ export function Timeline({
   );
 }
 
+/** A multi-line text (a traceback, a panel of output) keeps its line breaks in a monospace block. */
+function EventText({ text }: { text: string }) {
+  return text.includes('\n') ? <pre className="log-text">{text}</pre> : <code>{text}</code>;
+}
+
+/** A log event's message, a failure's error, or else the event's data as JSON. */
 function summary(event: StreamEvent): string {
   const { type: _type, ...rest } = event.data;
   const inner = 'data' in rest ? rest.data : rest;
-  if (inner && typeof inner === 'object' && 'message' in inner) return String((inner as { message: unknown }).message);
+  if (inner && typeof inner === 'object') {
+    const { message, error } = inner as { message?: unknown; error?: unknown };
+    if (typeof message === 'string') return message;
+    if (typeof error === 'string') return error;
+  }
   return JSON.stringify(inner);
 }

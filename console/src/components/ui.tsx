@@ -30,7 +30,9 @@ export function Field({
   );
 }
 
+/** A status as a badge; an `interrupted` thread, or a run stopped at an interrupt, reads "waiting for input". */
 export function Status({ value }: { value: string }) {
+  if (value === 'interrupted') return <span className="status status-waiting">waiting for input</span>;
   return <span className={`status status-${value}`}>{value}</span>;
 }
 

@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
 import { ListTable } from '../components/list-table.js';
+import { DeploymentName } from '../components/names.js';
 import { ErrorText, Field, parseJson, When } from '../components/ui.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -74,7 +75,7 @@ export default function CronsPage() {
               </>
             ),
           },
-          { header: 'Deployment', cell: (cron) => cron.deployment_id },
+          { header: 'Deployment', cell: (cron) => <DeploymentName id={cron.deployment_id} /> },
           { header: 'Next run', cell: (cron) => <When at={cron.next_run_at} /> },
           {
             header: 'Last run',

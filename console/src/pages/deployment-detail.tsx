@@ -1,11 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
+import { BuildLog } from '../components/build-log.js';
 import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
 import { ListTable } from '../components/list-table.js';
-import { Timeline, useEventStream } from '../components/timeline.js';
 import { ErrorText, Field, Status, When } from '../components/ui.js';
 import { useSession } from '../session.js';
+import { DeploymentRuns } from './deployment-runs.js';
 import { Variables } from './variables.js';
 
 const ENVIRONMENTS = ['production', 'staging'] as const;
@@ -69,6 +70,7 @@ export function DeploymentDetail({ id }: { id: string }) {
           ))}
         </Facts>
       ) : null}
+      <DeploymentRuns deploymentId={id} />
       <h2>Versions</h2>
       <ErrorText error={versions.error} />
       <ListTable
@@ -119,7 +121,15 @@ export function DeploymentDetail({ id }: { id: string }) {
           },
         ]}
       />
-      {logOf ? <BuildLog deploymentId={id} versionId={logOf} onEnd={refresh} /> : null}
+      {logOf ? (
+        <BuildLog
+          key={logOf}
+          deploymentId={id}
+          versionId={logOf}
+          title={`Build log of v${versions.data?.find((version) => version.id === logOf)?.number ?? '…'}`}
+          onEnd={refresh}
+        />
+      ) : null}
       <UploadBundle
         deploymentId={id}
         onUploaded={(versionId) => {
@@ -131,13 +141,6 @@ export function DeploymentDetail({ id }: { id: string }) {
       <Variables deploymentId={id} />
     </>
   );
-}
-
-function BuildLog({ deploymentId, versionId, onEnd }: { deploymentId: string; versionId: string; onEnd(): void }) {
-  const { key } = useSession();
-  const url = `/v1/deployments/${encodeURIComponent(deploymentId)}/versions/${encodeURIComponent(versionId)}/build/events`;
-  const stream = useEventStream(url, key, onEnd);
-  return <Timeline label={`Build log of ${versionId}`} {...stream} />;
 }
 
 function UploadBundle({ deploymentId, onUploaded }: { deploymentId: string; onUploaded(versionId: string): void }) {

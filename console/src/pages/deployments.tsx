@@ -1,7 +1,8 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { ListTable } from '../components/list-table.js';
+import { useDeployments } from '../components/names.js';
 import { ErrorText, Field, When } from '../components/ui.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -16,10 +17,7 @@ function DeploymentList() {
   const { client } = useSession();
   const queries = useQueryClient();
   const [name, setName] = useState('');
-  const deployments = useQuery({
-    queryKey: ['deployments'],
-    queryFn: () => unwrap(client.GET('/v1/deployments', { params: { query: { limit: 200 } } })),
-  });
+  const deployments = useDeployments();
   const create = useMutation({
     mutationFn: () => unwrap(client.POST('/v1/deployments', { body: { name } })),
     onSuccess: () => {

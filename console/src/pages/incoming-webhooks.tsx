@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
 import { ListTable } from '../components/list-table.js';
+import { DeploymentName } from '../components/names.js';
 import { ShownOnce } from '../components/secret-once.js';
 import { ErrorText, Field, When } from '../components/ui.js';
 import { useSession } from '../session.js';
@@ -40,8 +41,8 @@ export default function IncomingWebhooksPage() {
         rows={list.data?.incoming_webhooks}
         rowKey={(hook) => hook.id}
         columns={[
-          { header: 'Name', cell: (hook) => hook.name ?? hook.id },
-          { header: 'Deployment', cell: (hook) => hook.deployment_id },
+          { header: 'Name', cell: (hook) => <span title={hook.id}>{hook.name ?? hook.id}</span> },
+          { header: 'Deployment', cell: (hook) => <DeploymentName id={hook.deployment_id} /> },
           { header: 'Environment', cell: (hook) => hook.environment },
           { header: 'Created', cell: (hook) => <When at={hook.created_at} /> },
           {

@@ -1,8 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { unwrap } from '../../../src/client/index.js';
 import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
+import { DeploymentName } from '../components/names.js';
+import { Duration, RunStatus } from '../components/run-status.js';
 import { Timeline, useEventStream } from '../components/timeline.js';
-import { ErrorText, Json, Status, When } from '../components/ui.js';
+import { ErrorText, Json, When } from '../components/ui.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
 
@@ -12,6 +14,8 @@ export function RunDetail({ id }: { id: string }) {
   const run = useQuery({
     queryKey: ['run', id],
     queryFn: () => unwrap(client.GET('/v1/runs/{id}', { params: { path: { id } } })),
+    // A pending run's start time shows once it starts.
+    refetchInterval: (query) => (query.state.data?.status === 'pending' ? 1000 : false),
   });
   const stream = useEventStream(`/v1/runs/${encodeURIComponent(id)}/events`, key, () => {
     void queries.invalidateQueries({ queryKey: ['run', id] });
@@ -27,9 +31,11 @@ export function RunDetail({ id }: { id: string }) {
       {data ? (
         <Facts>
           <Fact name="Status">
-            <Status value={data.status} />
+            <RunStatus run={data} />
           </Fact>
-          <Fact name="Deployment">{data.deployment_id}</Fact>
+          <Fact name="Deployment">
+            <DeploymentName id={data.deployment_id} withId />
+          </Fact>
           <Fact name="Environment">{data.environment}</Fact>
           <Fact name="Thread">
             {data.thread_id ? <a href={href('threads', data.thread_id)}>{data.thread_id}</a> : '—'}
@@ -40,6 +46,9 @@ export function RunDetail({ id }: { id: string }) {
           <Fact name="Completed">
             <When at={data.completed_at} />
           </Fact>
+          <Fact name="Duration">
+            <Duration run={data} />
+          </Fact>
         </Facts>
       ) : null}
       {data && (data.status === 'pending' || data.status === 'running') ? (
@@ -48,7 +57,11 @@ export function RunDetail({ id }: { id: string }) {
         </button>
       ) : null}
       <ErrorText error={cancel.error} />
-      {data?.error_message ? <p className="error-message">Error: {data.error_message}</p> : null}
+      {data?.error_message ? (
+        <div className="error-message">
+          Error: <pre className="log-text">{data.error_message}</pre>
+        </div>
+      ) : null}
       <Timeline label="Timeline" {...stream} />
       {data ? <Json label="Input" value={data.input} /> : null}
       {data?.output ? <Json label="Output" value={data.output} /> : null}

@@ -1,10 +1,10 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
-import { type Schemas, unwrap } from '../../../src/client/index.js';
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
-import { ListTable } from '../components/list-table.js';
-import { ErrorText, Field, Pager, parseJson, Status, When } from '../components/ui.js';
-import { hashQuery, href, navigate } from '../router.js';
+import { RunTable, StartRunForm } from '../components/run-table.js';
+import { ErrorText, Field, Pager } from '../components/ui.js';
+import { hashQuery } from '../router.js';
 import { useSession } from '../session.js';
 import { RunDetail } from './run-detail.js';
 
@@ -19,7 +19,7 @@ export default function RunsPage({ params }: { params: string[] }) {
 
 function RunList() {
   const { client } = useSession();
-  const [deploymentId, setDeploymentId] = useState('');
+  const [deploymentId, setDeploymentId] = useState(() => hashQuery().get('deployment') ?? '');
   const [threadId, setThreadId] = useState('');
   const [status, setStatus] = useState<RunStatus | ''>('');
   const [offset, setOffset] = useState(0);
@@ -104,72 +104,11 @@ function RunList() {
   );
 }
 
-function RunTable({ runs }: { runs: Schemas['Run'][] }) {
-  return (
-    <ListTable
-      label="Runs"
-      fixed
-      empty="No runs."
-      rows={runs}
-      rowKey={(run) => run.id}
-      columns={[
-        { header: 'Run', cell: (run) => <a href={href('runs', run.id)}>{run.id}</a> },
-        { header: 'Status', cell: (run) => <Status value={run.status} /> },
-        { header: 'Deployment', cell: (run) => run.deployment_id },
-        { header: 'Environment', cell: (run) => run.environment },
-        { header: 'Created', cell: (run) => <When at={run.created_at} /> },
-      ]}
-    />
-  );
-}
-
 function StartRun() {
-  const { client } = useSession();
-  const queries = useQueryClient();
-  const [deploymentId, setDeploymentId] = useState('');
-  const [environment, setEnvironment] = useState<'production' | 'staging'>('production');
-  const [input, setInput] = useState('{}');
-  const start = useMutation({
-    mutationFn: async () => {
-      const body = {
-        deployment_id: deploymentId,
-        environment,
-        input: (parseJson(input, 'Input') ?? {}) as Record<string, unknown>,
-      };
-      return unwrap(client.POST('/v1/runs', { body }));
-    },
-    onSuccess: (created) => {
-      void queries.invalidateQueries({ queryKey: ['runs'] });
-      navigate('runs', created.run_id);
-    },
-  });
   return (
     <details className="panel">
       <summary>Start a run</summary>
-      <form
-        aria-label="Start a run"
-        onSubmit={(event: FormEvent) => {
-          event.preventDefault();
-          start.mutate();
-        }}
-      >
-        <DeploymentPicker value={deploymentId} onChange={setDeploymentId} />
-        <Field label="Environment">
-          {(id) => (
-            <select id={id} value={environment} onChange={(e) => setEnvironment(e.target.value as typeof environment)}>
-              <option>production</option>
-              <option>staging</option>
-            </select>
-          )}
-        </Field>
-        <Field label="Input (JSON)">
-          {(id) => <textarea id={id} rows={4} value={input} onChange={(e) => setInput(e.target.value)} />}
-        </Field>
-        <button type="submit" disabled={start.isPending}>
-          Start run
-        </button>
-        <ErrorText error={start.error} />
-      </form>
+      <StartRunForm label="Start a run" />
     </details>
   );
 }

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Schemas, unwrap } from '../../../src/client/index.js';
 import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
+import { DeploymentName, threadLabel } from '../components/names.js';
 import { ErrorText, Field, Json, parseJson, Status, When } from '../components/ui.js';
 import { href, navigate } from '../router.js';
 import { useSession } from '../session.js';
@@ -22,14 +23,20 @@ export function ThreadDetail({ id }: { id: string }) {
   const data = thread.data;
   return (
     <>
-      <DetailHeader back={{ page: 'threads', label: 'Threads' }} title={`Thread ${id}`} error={thread.error} />
+      <DetailHeader
+        back={{ page: 'threads', label: 'Threads' }}
+        title={data ? `Thread ${threadLabel(data)}` : `Thread ${id}`}
+        error={thread.error}
+      />
       {data ? (
         <>
           <Facts>
             <Fact name="Status">
               <Status value={data.status} />
             </Fact>
-            <Fact name="Deployment">{data.deployment_id}</Fact>
+            <Fact name="Deployment">
+              <DeploymentName id={data.deployment_id} withId />
+            </Fact>
             <Fact name="Updated">
               <When at={data.updated_at} />
             </Fact>
@@ -79,10 +86,10 @@ function StartThreadRun({ thread }: { thread: Thread }) {
   const [resume, setResume] = useState('');
   const start = useMutation({
     mutationFn: async () => {
-      const body = {
-        input: (parseJson(input, 'Input') ?? {}) as Record<string, unknown>,
-        ...(interrupted ? { command: { resume: parseJson(resume, 'Resume value') ?? resume } } : {}),
-      };
+      // A resume sends only `command.resume` (CONTRACTS §9): the graph goes on from its checkpoint, not from an input.
+      const body = interrupted
+        ? { command: { resume: jsonOrText(resume) } }
+        : { input: (parseJson(input, 'Input') ?? {}) as Record<string, unknown> };
       return unwrap(client.POST('/v1/threads/{id}/runs', { params: { path: { id: thread.thread_id } }, body }));
     },
     onSuccess: (created) => {
@@ -101,17 +108,27 @@ function StartThreadRun({ thread }: { thread: Thread }) {
     >
       <h2>{interrupted ? 'Resume' : 'Start a run'}</h2>
       {interrupted ? (
-        <Field label="Resume value (JSON or text)">
+        <Field label="Answer (JSON or text)" hint="Sent as the resume value; the thread goes on from where it stopped">
           {(id) => <textarea id={id} rows={2} value={resume} onChange={(e) => setResume(e.target.value)} />}
         </Field>
-      ) : null}
-      <Field label="Input (JSON)">
-        {(id) => <textarea id={id} rows={3} value={input} onChange={(e) => setInput(e.target.value)} />}
-      </Field>
+      ) : (
+        <Field label="Input (JSON)">
+          {(id) => <textarea id={id} rows={3} value={input} onChange={(e) => setInput(e.target.value)} />}
+        </Field>
+      )}
       <button type="submit" disabled={start.isPending || thread.status === 'busy'}>
         {interrupted ? 'Resume thread' : 'Start run in thread'}
       </button>
       <ErrorText error={start.error} />
     </form>
   );
+}
+
+/** The answer as JSON when it is JSON (`true`, `{"ok": 1}`), else as the text typed. */
+function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }

@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
 import { ListTable } from '../components/list-table.js';
+import { DeploymentName } from '../components/names.js';
 import { ShownOnce } from '../components/secret-once.js';
 import { ErrorText, Json, Status, When } from '../components/ui.js';
 import { navigate } from '../router.js';
@@ -63,7 +64,10 @@ export function WebhookDetail({ id }: { id: string }) {
           <Fact name="URL">{data.url}</Fact>
           <Fact name="Events">{data.events.join(', ')}</Fact>
           <Fact name="Deployment">
-            {data.deployment_id} ({data.environment})
+            <DeploymentName id={data.deployment_id} withId /> ({data.environment})
+          </Fact>
+          <Fact name="Id">
+            <code>{data.id}</code>
           </Fact>
           <Fact name="Enabled">
             <label>

@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
 import { ListTable } from '../components/list-table.js';
+import { DeploymentName } from '../components/names.js';
 import { ShownOnce } from '../components/secret-once.js';
 import { ErrorText, Field, When } from '../components/ui.js';
 import { href } from '../router.js';
@@ -53,7 +54,15 @@ function WebhookList() {
         rows={webhooks.data?.webhooks}
         rowKey={(webhook) => webhook.id}
         columns={[
-          { header: 'Name', cell: (webhook) => <a href={href('webhooks', webhook.id)}>{webhook.name}</a> },
+          {
+            header: 'Name',
+            cell: (webhook) => (
+              <a href={href('webhooks', webhook.id)} title={webhook.id}>
+                {webhook.name}
+              </a>
+            ),
+          },
+          { header: 'Deployment', cell: (webhook) => <DeploymentName id={webhook.deployment_id} /> },
           { header: 'URL', cell: (webhook) => webhook.url },
           { header: 'Events', cell: (webhook) => webhook.events.join(', ') },
           { header: 'Enabled', cell: (webhook) => (webhook.enabled ? 'yes' : 'no') },
