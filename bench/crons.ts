@@ -28,7 +28,13 @@ const BASELINE_SECONDS = Number(process.env.CRONS_BASELINE_SECONDS ?? 10);
 const COMMAND = ['/bin/sh', '-c', 'echo \'{"type":"run.completed","data":{"output":{}}}\''];
 
 function startCrewd(databaseUrl: string, dataDir: string): Promise<Proc> {
-  return startCrewdProcess(databaseUrl, dataDir, KEY, { MAX_CONCURRENT_RUNS: '16', INSTANCE_LEASE_SECONDS: '10' });
+  return startCrewdProcess(databaseUrl, dataDir, KEY, {
+    MAX_CONCURRENT_RUNS: '16',
+    INSTANCE_LEASE_SECONDS: '10',
+    // Every-second crons, more of them than the default allows one organization.
+    CRON_MIN_INTERVAL_SECONDS: '1',
+    MAX_CRONS_PER_ORGANIZATION: String(CRONS),
+  });
 }
 
 const nextWholeSecond = () => Math.ceil(Date.now() / 1000) * 1000;

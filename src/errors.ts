@@ -4,6 +4,7 @@ export type ErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
+  | 'limit_exceeded'
   | 'payload_too_large'
   | 'rate_limited'
   | 'unavailable'
@@ -24,4 +25,6 @@ export class AppError extends Error {
 export const badRequest = (message: string) => new AppError(400, 'bad_request', message);
 export const notFound = (message: string) => new AppError(404, 'not_found', message);
 export const conflict = (message: string) => new AppError(409, 'conflict', message);
+/** A well-formed request that an operator's limit refuses; the message names the setting. */
+export const limitExceeded = (message: string) => new AppError(422, 'limit_exceeded', message);
 export const forbidden = (message: string) => new AppError(403, 'forbidden', message);

@@ -37,6 +37,17 @@ export interface NewCron {
   next_run_at: Date | null;
 }
 
+/** The organization's crons, counted with its row locked until the transaction ends. */
+export async function countCronsLocking(trx: Transaction<Database>, orgId: string): Promise<number> {
+  await trx.selectFrom('organizations').select('id').where('id', '=', orgId).forUpdate().execute();
+  const row = await trx
+    .selectFrom('crons')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
 export function insertCron(db: Db, cron: NewCron) {
   return db
     .insertInto('crons')

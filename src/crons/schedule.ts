@@ -30,6 +30,20 @@ export function isTimeZone(timezone: string): boolean {
   }
 }
 
+/**
+ * The shortest time between two of the schedule's next `count` due times after `after`, in
+ * seconds; null when it falls due fewer than twice.
+ */
+export function shortestGapSeconds(schedule: string, timezone: string, after: Date, count: number): number | null {
+  const times = compile(schedule, timezone).nextRuns(count, after);
+  let shortest: number | null = null;
+  for (let i = 1; i < times.length; i++) {
+    const gap = ((times[i] as Date).getTime() - (times[i - 1] as Date).getTime()) / 1000;
+    if (shortest === null || gap < shortest) shortest = gap;
+  }
+  return shortest;
+}
+
 /** The first time of the schedule strictly after `after`; null when it never comes. */
 export function nextTime(schedule: string, timezone: string, after: Date): Date | null {
   return compile(schedule, timezone).nextRun(after);

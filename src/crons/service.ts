@@ -1,11 +1,11 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/types.js';
 import { deploymentExists } from '../deployments/repository.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, limitExceeded, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import * as repo from './repository.js';
-import { nextTime } from './schedule.js';
+import { nextTime, shortestGapSeconds } from './schedule.js';
 import type { CreateCronInput, UpdateCronInput } from './schemas.js';
 
 const cronNotFound = () => notFound('Cron not found');
@@ -30,6 +30,26 @@ function toCron(row: repo.CronRecord) {
   };
 }
 
+/** The operator's limits on crons (CONTRACTS §12 "Limits"). */
+export interface CronLimits {
+  /** CRON_MIN_INTERVAL_SECONDS */
+  minIntervalSeconds: number;
+  /** MAX_CRONS_PER_ORGANIZATION */
+  maxPerOrganization: number;
+}
+
+/** How many of a schedule's next due times are compared to find its shortest interval. */
+const DUE_TIMES_COMPARED = 10;
+
+function checkInterval(schedule: string, timezone: string, limits: CronLimits): void {
+  const gap = shortestGapSeconds(schedule, timezone, new Date(), DUE_TIMES_COMPARED);
+  if (gap !== null && gap < limits.minIntervalSeconds) {
+    throw limitExceeded(
+      `schedule: "${schedule}" falls due every ${gap} s, more often than CRON_MIN_INTERVAL_SECONDS (${limits.minIntervalSeconds} s) allows`,
+    );
+  }
+}
+
 /** The first due time from now on; null while disabled. A schedule that never comes again is refused. */
 function firstDue(schedule: string, timezone: string, enabled: boolean): Date | null {
   const next = nextTime(schedule, timezone, new Date());
@@ -41,7 +61,9 @@ function firstDue(schedule: string, timezone: string, enabled: boolean): Date | 
  * Crons: a deployment's runs on a schedule. Any key of the organization manages them. Every
  * change that can move the next due time calls `changed`, so the schedulers of all instances look again.
  */
-export function createCronService(db: Kysely<Database>, options: { changed: () => void }) {
+export function createCronService(db: Kysely<Database>, options: { changed: () => void; limits: CronLimits }) {
+  const { limits } = options;
+
   async function checkThread(
     on: Kysely<Database> | Transaction<Database>,
     orgId: string,
@@ -59,18 +81,28 @@ export function createCronService(db: Kysely<Database>, options: { changed: () =
     async create(orgId: string, input: CreateCronInput) {
       if (!(await deploymentExists(db, orgId, input.deployment_id))) throw notFound('Deployment not found');
       if (input.thread_id) await checkThread(db, orgId, input.thread_id, input.deployment_id);
-      const row = await repo.insertCron(db, {
-        id: newId('cron'),
-        org_id: orgId,
-        deployment_id: input.deployment_id,
-        schedule: input.schedule,
-        timezone: input.timezone,
-        input: input.input,
-        environment: input.environment,
-        thread_id: input.thread_id ?? null,
-        multitask_strategy: input.multitask_strategy,
-        enabled: input.enabled,
-        next_run_at: firstDue(input.schedule, input.timezone, input.enabled),
+      checkInterval(input.schedule, input.timezone, limits);
+      const next_run_at = firstDue(input.schedule, input.timezone, input.enabled);
+      const row = await db.transaction().execute(async (trx) => {
+        // Creates of one organization take turns here, so that two at once cannot both pass the count.
+        if ((await repo.countCronsLocking(trx, orgId)) >= limits.maxPerOrganization) {
+          throw limitExceeded(
+            `The organization has ${limits.maxPerOrganization} crons, as many as MAX_CRONS_PER_ORGANIZATION allows: delete one first`,
+          );
+        }
+        return repo.insertCron(trx, {
+          id: newId('cron'),
+          org_id: orgId,
+          deployment_id: input.deployment_id,
+          schedule: input.schedule,
+          timezone: input.timezone,
+          input: input.input,
+          environment: input.environment,
+          thread_id: input.thread_id ?? null,
+          multitask_strategy: input.multitask_strategy,
+          enabled: input.enabled,
+          next_run_at,
+        });
       });
       options.changed();
       return toCron(row);
@@ -99,6 +131,7 @@ export function createCronService(db: Kysely<Database>, options: { changed: () =
         const timezone = changes.timezone ?? current.timezone;
         const enabled = changes.enabled ?? current.enabled;
         const timing = changes.schedule !== undefined || changes.timezone !== undefined || enabled !== current.enabled;
+        if (changes.schedule !== undefined || changes.timezone !== undefined) checkInterval(schedule, timezone, limits);
         return repo.updateCron(trx, id, {
           ...changes,
           ...(timing ? { next_run_at: firstDue(schedule, timezone, enabled) } : {}),

@@ -11,7 +11,7 @@ let ctx: RunContext;
 let crewd: (args: string[]) => ReturnType<typeof runCrewd>;
 
 beforeAll(async () => {
-  ctx = await createRunContext();
+  ctx = await createRunContext({ CRON_MIN_INTERVAL_SECONDS: '1' });
   const home = mkdtempSync(path.join(tmpdir(), 'crewd-cli-home-'));
   crewd = (args) => runCrewd(home, args, { CREWD_URL: ctx.baseUrl, CREWD_API_KEY: ADMIN_KEY });
 });

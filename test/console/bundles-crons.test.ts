@@ -30,7 +30,7 @@ describe.skipIf(noBrowser)('console: bundles, variables, interrupts, crons', { t
   let page: Page;
 
   beforeAll(async () => {
-    [service, browser] = await Promise.all([startService(), launchBrowser()]);
+    [service, browser] = await Promise.all([startService({ CRON_MIN_INTERVAL_SECONDS: '1' }), launchBrowser()]);
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await signIn(page, service.baseUrl, ADMIN_KEY);
   }, 60_000);

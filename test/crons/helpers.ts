@@ -27,6 +27,9 @@ export async function runsOfCron(ctx: Caller, cronId: string): Promise<Array<Rec
 export const errorOf = (response: { json(): unknown }) =>
   (response.json() as { error: { message: string; code: string } }).error;
 
+/** Tests use crons due every second, which CRON_MIN_INTERVAL_SECONDS must allow. */
+export const EVERY_SECOND_CRONS = { CRON_MIN_INTERVAL_SECONDS: '1' };
+
 /** The app on a fresh database with the scheduler's timings changed. */
 export const createCronContext = (cronTimings: Partial<CronTimings>) =>
-  startTestApp({ timings: FAST_TIMINGS, cronTimings });
+  startTestApp({ env: EVERY_SECOND_CRONS, timings: FAST_TIMINGS, cronTimings });

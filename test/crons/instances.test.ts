@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { crew, deploy, explainPostgresOnly, type Instance, startInstance, until } from '../scale/helpers.js';
+import { EVERY_SECOND_CRONS } from './helpers.js';
 
 explainPostgresOnly(
   'crons on several instances',
@@ -16,7 +17,10 @@ describe.runIf(usingPostgres())('crons on two instances of one PostgreSQL', () =
   beforeAll(async () => {
     database = await createTestDatabase();
     const url = database.url as string;
-    [a, b] = await Promise.all([startInstance('cron-a', url), startInstance('cron-b', url)]);
+    [a, b] = await Promise.all([
+      startInstance('cron-a', url, EVERY_SECOND_CRONS),
+      startInstance('cron-b', url, EVERY_SECOND_CRONS),
+    ]);
   });
 
   afterAll(async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { crew, deploy, explainPostgresOnly, type Instance, startInstance, until } from '../scale/helpers.js';
+import { EVERY_SECOND_CRONS } from './helpers.js';
 
 explainPostgresOnly('crons through a database outage', 'the embedded PGlite lives inside the process');
 
@@ -15,7 +16,7 @@ describe.runIf(usingPostgres())('crons through a PostgreSQL outage', () => {
     database = await createTestDatabase();
     const target = new URL(database.url as string);
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    instance = await startInstance('cron-outage', proxy.via(database.url as string));
+    instance = await startInstance('cron-outage', proxy.via(database.url as string), EVERY_SECOND_CRONS);
   });
 
   afterAll(async () => {

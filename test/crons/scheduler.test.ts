@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunContext, crew, deploy, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
-import { createCron, getCron, runsOfCron } from './helpers.js';
+import { createCron, EVERY_SECOND_CRONS, getCron, runsOfCron } from './helpers.js';
 
 const EVERY_SECOND = '* * * * * *';
 // Comes once a year: in these tests a run of it starts only because a test moved its due time into the past.
@@ -11,7 +11,7 @@ describe('cron scheduler', () => {
   let deploymentId: string;
 
   beforeAll(async () => {
-    ctx = await createRunContext();
+    ctx = await createRunContext(EVERY_SECOND_CRONS);
     ({ deploymentId } = await deploy(ctx, crew('trivial.mjs')));
   });
   afterAll(async () => ctx?.close());
@@ -192,7 +192,7 @@ describe('crons on a thread', () => {
   let ctx: RunContext;
 
   beforeAll(async () => {
-    ctx = await createRunContext();
+    ctx = await createRunContext(EVERY_SECOND_CRONS);
   });
   afterAll(async () => ctx?.close());
 

@@ -20,7 +20,7 @@ describe('MAX_RUNS_PER_ORGANIZATION', () => {
     afterAll(() => ctx?.close());
 
     it("starts one organization's run while another's queue holds its share, and the queue goes on oldest first", async () => {
-      const queue = [];
+      const queue: Awaited<ReturnType<typeof startRun>>[] = [];
       for (let i = 0; i < 6; i++) queue.push(await startRun(ctx, otherSlow, { i }, otherKey));
       // Three of the four slots: the fourth stays free for other organizations.
       expect(queue.map((run) => run.status)).toEqual([
