@@ -27,6 +27,12 @@ FROM node:24-bookworm-slim AS runtime
 RUN apt-get update \
   && apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap tini ca-certificates \
   && rm -rf /var/lib/apt/lists/*
+# uv installs Python builds' dependencies (docs/deploying.md): from the package index into a folder of its own, on
+# PATH, so that no build has to install it first.
+RUN python3 -m venv /opt/crewd-build-tools \
+  && /opt/crewd-build-tools/bin/pip install --no-cache-dir --only-binary=:all: uv \
+  && ln -s /opt/crewd-build-tools/bin/uv /usr/local/bin/uv \
+  && uv --version
 ENV NODE_ENV=production \
     PORT=8080 \
     HOST=0.0.0.0 \
