@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { z } from 'zod';
 import { badRequest } from '../errors.js';
 import type { Runtime } from './db-types.js';
@@ -139,7 +140,10 @@ function fromLanggraphJson(listing: BundleListing): Project {
       install.names.push(dependency);
       continue;
     }
-    const folder = dependency.replace(/^\.\/?/, '').replace(/\/+$/, '') || '.';
+    const folder = path.posix.normalize(dependency).replace(/\/+$/, '');
+    if (folder === '..' || folder.startsWith('../')) {
+      throw badRequest(`langgraph.json: dependencies: ${JSON.stringify(dependency)} lies outside the bundle`);
+    }
     const inFolder = (file: string) => listing.paths.has(folder === '.' ? file : `${folder}/${file}`);
     if (inFolder('pyproject.toml') || inFolder('setup.py')) install.localPackages.push(folder);
     else {
