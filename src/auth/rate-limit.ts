@@ -24,7 +24,8 @@ function refuse(reply: FastifyReply, seconds: number, message: string): never {
 /**
  * The request limits, counted in memory by @fastify/rate-limit in one-minute windows on each
  * instance: per API key, and per client address for what needs no key (token URLs) or failed
- * to give a valid one, so keys and tokens cannot be guessed at speed.
+ * to give a valid one. Keys carry 200+ random bits, so the address limit slows noise and probing;
+ * it never refuses a valid key, since many clients may share an address (every crew's is loopback).
  */
 export async function createRateLimits(app: FastifyInstance, settings: RateLimitSettings) {
   await app.register(rateLimit, { global: false });
@@ -44,7 +45,7 @@ export async function createRateLimits(app: FastifyInstance, settings: RateLimit
       }
     },
 
-    /** Refuses an address that already sent too many invalid keys this minute, before its key is looked up. */
+    /** Refuses an invalid key from an address that already sent too many this minute. */
     async checkFailedAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
       const state = await failedAuth?.(request, { increment: false });
       if (state && !state.isAllowed && state.remaining === 0) {
