@@ -75,11 +75,16 @@ finish() {
   fi
   printf 'FAILED: %s\n' "${FAILED[@]}"
   echo "the service's log, last lines:"
-  tail -n 40 "$SERVICE_LOG"
+  tail -n 40 "$SERVICE_LOG" 2>/dev/null
   exit 1
 }
 
 crewd() { step "crewd $*" npx crewd "$@"; }
+
+if [ ! -d node_modules ]; then
+  FAILED+=("no node_modules here: run npm install first (the README's first command)")
+  finish
+fi
 
 PORT="$(node -e 'const s = require("net").createServer().listen(0, () => { console.log(s.address().port); s.close(); })')"
 URL="http://localhost:$PORT"
@@ -89,15 +94,15 @@ started=$SECONDS
 setsid "${machine_env[@]}" "DATA_DIR=$FRESH/data" "PORT=$PORT" npm start >"$SERVICE_LOG" 2>&1 &
 SERVICE_PID=$!
 until curl -sf "$URL/healthz" >/dev/null; do
-  if ! kill -0 "$SERVICE_PID" 2>/dev/null; then
+  if ! kill -0 "$SERVICE_PID" 2>/dev/null || [ $((SECONDS - started)) -gt 300 ]; then
     cat "$SERVICE_LOG"
-    FAILED+=("npm start: the service exited before it answered $URL/healthz")
+    FAILED+=("npm start: $URL/healthz did not answer (the service exited, or did not listen within 300 s)")
     finish
   fi
   sleep 1
 done
 echo "ok ($((SECONDS - started)) s): $URL/healthz answers"
-KEY="$(grep -oE 'crewd_[A-Za-z0-9_-]{20,}' "$SERVICE_LOG" | head -n 1)"
+KEY="$(grep -oE '\bcrewd_[a-z0-9]{40}\b' "$SERVICE_LOG" | head -n 1)"
 if [ -z "$KEY" ]; then
   cat "$SERVICE_LOG"
   FAILED+=("npm start: no admin API key printed at the first start")
@@ -108,6 +113,12 @@ step "crewd login --url $URL --key <the printed key>" npx crewd login --url "$UR
 
 # Each example as its README deploys it. examples/crews is no project: it holds the command crews of the README's
 # quickstart and of the tests.
+for folder in examples/*/; do
+  case " crews node-crew python-stdlib crewai-research crewai-flow langgraph-agent " in
+    *" $(basename "$folder") "*) ;;
+    *) FAILED+=("${folder%/}: an example this script does not deploy yet (add it here)") ;;
+  esac
+done
 deploy_example() {
   local folder="$1" deployment="$2"
   crewd deploy "examples/$folder" --deployment "$deployment" --environment production
