@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { CliError } from './api.js';
@@ -20,6 +20,18 @@ export function saveCredentials(env: NodeJS.ProcessEnv, credentials: Credentials
   writeFileSync(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
   return file;
+}
+
+/** Removes what `crewd login` saved; answers whether there was anything to remove. */
+export function removeCredentials(env: NodeJS.ProcessEnv): { file: string; removed: boolean } {
+  const file = credentialsFile(env);
+  try {
+    readFileSync(file);
+  } catch {
+    return { file, removed: false };
+  }
+  rmSync(file, { force: true });
+  return { file, removed: true };
 }
 
 /** CREWD_URL and CREWD_API_KEY first, then what `crewd login` saved. */

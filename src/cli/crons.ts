@@ -73,6 +73,22 @@ export function cronsCommands(program: Command, { api, io }: CliContext) {
       io.out(JSON.stringify(cron));
       io.err(cron.enabled ? `Cron ${cron.id}: next run at ${cron.next_run_at}` : `Cron ${cron.id} created, disabled`);
     });
+  for (const [name, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
+    crons
+      .command(name)
+      .description(enabled ? 'Start its runs again, counting the next from now' : 'Stop starting its runs (kept)')
+      .argument('<cron id>')
+      .option('--json', 'print the cron as JSON')
+      .action(async (cronId: string, options: { json?: boolean }) => {
+        const params = { path: { id: cronId } };
+        const cron = await unwrap(api().client.PATCH('/v1/crons/{id}', { params, body: { enabled } }));
+        if (options.json) return io.out(JSON.stringify(cron));
+        io.err(enabled ? `Cron ${cron.id} enabled: next run at ${cron.next_run_at}` : `Cron ${cron.id} disabled`);
+      });
+  }
   crons
     .command('delete')
     .argument('<cron id>')

@@ -2,14 +2,18 @@ import { Command, CommanderError, Option } from 'commander';
 import { ApiError, unwrap } from '../client/index.js';
 import { adminKeyCommand } from './admin-key.js';
 import { type Api, apiErrorMessage, CliError, createApi } from './api.js';
+import { buildsCommands } from './builds.js';
 import type { CliContext } from './context.js';
-import { loadCredentials, saveCredentials } from './credentials.js';
+import { loadCredentials, removeCredentials, saveCredentials } from './credentials.js';
 import { cronsCommands } from './crons.js';
 import { deploy } from './deploy.js';
 import { type Io, processIo } from './output.js';
+import { packageVersion } from './package-version.js';
 import { runCommand } from './run.js';
 import { runsCommands } from './runs.js';
 import { threadsCommands } from './threads.js';
+import { variablesCommands } from './variables.js';
+import { deploymentsCommand, versionsCommands } from './versions.js';
 
 /** The `crewd` command: answers its exit code (0 success, 1 the run or build failed, 2 usage or connection). */
 export async function runCli(
@@ -33,9 +37,11 @@ export async function runCli(
   };
   const program = new Command('crewd')
     .description('Deploy crews to crewd and run them')
+    .version(packageVersion(), '--version', "print crewd's version")
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text.trimEnd()), writeErr: (text) => io.err(text.trimEnd()) });
   loginCommand(program, env, io);
+  logoutCommand(program, env, io);
   adminKeyCommand(program, env, io);
   serveCommand(program, env);
   deployCommand(program, context);
@@ -43,6 +49,10 @@ export async function runCli(
   runsCommands(program, context);
   threadsCommands(program, context);
   cronsCommands(program, context);
+  variablesCommands(program, context);
+  deploymentsCommand(program, context);
+  versionsCommands(program, context);
+  buildsCommands(program, context);
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -64,6 +74,16 @@ function serveCommand(program: Command, env: NodeJS.ProcessEnv) {
       // Loaded only here: the other commands need none of the service.
       const { serve } = await import('../service/serve.js');
       await serve(env);
+    });
+}
+
+function logoutCommand(program: Command, env: NodeJS.ProcessEnv, io: Io) {
+  program
+    .command('logout')
+    .description('Forget the URL and key `crewd login` saved')
+    .action(() => {
+      const { file, removed } = removeCredentials(env);
+      io.err(removed ? `Logged out: removed ${file}` : `Not logged in (no ${file})`);
     });
 }
 

@@ -49,4 +49,12 @@ export function threadsCommands(program: Command, { api, io }: CliContext) {
       if (thread.status === 'interrupted')
         printInterrupts(io, thread.deployment_id, thread.thread_id, thread.interrupts);
     });
+  threads
+    .command('delete')
+    .description('Delete a thread and its history (refused while a run goes on in it)')
+    .argument('<thread id>')
+    .action(async (threadId: string) => {
+      await unwrap(api().client.DELETE('/v1/threads/{id}', { params: { path: { id: threadId } } }));
+      io.err(`Deleted thread ${threadId}`);
+    });
 }
