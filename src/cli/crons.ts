@@ -25,12 +25,14 @@ export function cronsCommands(program: Command, { api, io }: CliContext) {
     .description('Crons: id, schedule, timezone, deployment, enabled, next_run_at, last_run_id, last_error')
     .option('--deployment <name|id>')
     .option('--limit <n>', 'at most this many (1 to 1000)', limitOption, 50)
-    .action(async (options: { deployment?: string; limit: number }) => {
+    .option('--json', 'print the answer as JSON')
+    .action(async (options: { deployment?: string; limit: number; json?: boolean }) => {
       const query = {
         limit: options.limit,
         ...(options.deployment ? { deployment_id: await resolveDeployment(api(), options.deployment, false) } : {}),
       };
       const { crons: found } = await unwrap(api().client.GET('/v1/crons', { params: { query } }));
+      if (options.json) return io.out(JSON.stringify({ crons: found }));
       writeRows(
         io,
         found.map((cron) => [

@@ -29,6 +29,7 @@ interface ListOptions {
   cron?: string;
   status?: (typeof RUN_STATUSES)[number];
   limit: number;
+  json?: boolean;
 }
 
 async function listRuns(api: Api, io: Io, options: ListOptions) {
@@ -40,6 +41,7 @@ async function listRuns(api: Api, io: Io, options: ListOptions) {
     ...(options.status ? { status: options.status } : {}),
   };
   const { runs } = await unwrap(api.client.GET('/v1/runs', { params: { query } }));
+  if (options.json) return io.out(JSON.stringify({ runs }));
   writeRows(
     io,
     runs.map((run) => [run.id, run.status, run.deployment_id, run.created_at]),
@@ -58,6 +60,7 @@ export function runsCommands(program: Command, { api, io, setExitCode }: CliCont
     .option('--cron <id>', 'runs this cron started')
     .addOption(new Option('--status <status>').choices(RUN_STATUSES))
     .option('--limit <n>', 'at most this many (1 to 1000)', limitOption, 20)
+    .option('--json', 'print the answer as JSON')
     .action(async (options: ListOptions) => listRuns(api(), io, options));
   runs
     .command('get')

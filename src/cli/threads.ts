@@ -8,7 +8,13 @@ import { writeRows } from './output.js';
 
 const THREAD_STATUSES = ['idle', 'busy', 'interrupted', 'error'] as const;
 
-/** `crewd threads create|list|get`: a thread's status, values and what it waits for. */
+interface ThreadListOptions {
+  status?: (typeof THREAD_STATUSES)[number];
+  limit: number;
+  json?: boolean;
+}
+
+/** `crewd threads create|list|get|delete`: a thread's status, values and what it waits for. */
 export function threadsCommands(program: Command, { api, io }: CliContext) {
   const threads = program.command('threads').description('Create, list and read threads (their status and interrupts)');
   threads
@@ -31,9 +37,12 @@ export function threadsCommands(program: Command, { api, io }: CliContext) {
     .argument('<deployment>', 'deployment name or id')
     .addOption(new Option('--status <status>').choices(THREAD_STATUSES))
     .option('--limit <n>', 'at most this many (1 to 1000)', limitOption, 20)
-    .action(async (deployment: string, options: { status?: (typeof THREAD_STATUSES)[number]; limit: number }) => {
-      const query = { deployment_id: await resolveDeployment(api(), deployment, false), ...options };
+    .option('--json', 'print the answer as JSON')
+    .action(async (deployment: string, options: ThreadListOptions) => {
+      const { json, ...filters } = options;
+      const query = { deployment_id: await resolveDeployment(api(), deployment, false), ...filters };
       const { threads: found } = await unwrap(api().client.GET('/v1/threads', { params: { query } }));
+      if (json) return io.out(JSON.stringify({ threads: found }));
       writeRows(
         io,
         found.map((thread) => [thread.thread_id, thread.status, thread.updated_at]),
