@@ -98,7 +98,7 @@ export function createForkServers(options: ForkServersOptions) {
     if (length > MAX_SOCKET_PATH_BYTES) {
       logger.warn(
         { dataDir: options.dataDir, socketPathBytes: length, limit: MAX_SOCKET_PATH_BYTES },
-        'DATA_DIR has too long a path for the Python fork servers\' sockets: Python runs start without a fork ' +
+        "DATA_DIR has too long a path for the Python fork servers' sockets: Python runs start without a fork " +
           'server; a DATA_DIR of a shorter path turns them on',
       );
       root = null;

@@ -61,10 +61,7 @@ function splitOutput(socket: net.Socket, stdout: PassThrough, ended: (final: str
  * connection carries the request, the child's output and, after a NUL byte, its exit; stop
  * signals go to the server as lines. Resolves null when no server listens at `server.path`.
  */
-export function launchInForkServer(
-  server: ForkServerAddress,
-  request: LaunchRequest,
-): Promise<LaunchedProcess | null> {
+export function launchInForkServer(server: ForkServerAddress, request: LaunchRequest): Promise<LaunchedProcess | null> {
   return new Promise((resolveLaunch) => {
     const socket = net.createConnection(server.path);
     socket.once('error', () => resolveLaunch(null));

@@ -1,10 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeployment, project, tempDataDir, upload, waitForBuild } from '../builds/helpers.js';
 import { createRunContext, type RunContext, readStream, startRun, until, waitForRun } from '../runs/helpers.js';
-import { explainWithoutPython, testPython, testVenvBundleEnv } from './helpers.js';
+import { explainWithoutPython, testPython, testVenv, testVenvBundleEnv } from './helpers.js';
 
 explainWithoutPython('Python bundle versions through their fork server');
 
@@ -46,23 +45,23 @@ builder.add_edge("echo", END)
 graph = builder.compile()
 `;
 
-/** Whether the version's fork server listens: a socket is in its folder. */
-function serverListening(versionId: string): boolean {
-  for (const root of readdirSync(tmpdir()).filter((name) => name.startsWith('crewd-fork-'))) {
-    const folder = path.join(tmpdir(), root, versionId);
-    if (existsSync(folder) && readdirSync(folder).some((name) => name.startsWith('socket-'))) return true;
-  }
-  return false;
+/** Whether a fork server of the crewd on `dataDir` (which runs one version) listens: its socket is on disk. */
+function serverListening(dataDir: string): boolean {
+  const root = path.join(dataDir, 'f');
+  if (!existsSync(root)) return false;
+  return readdirSync(root).some((own) =>
+    readdirSync(path.join(root, own)).some((server) => existsSync(path.join(root, own, server, 's'))),
+  );
 }
 
-/** Host pids of the version's fork server and its children (forked children keep the server's command line). */
-function forkServerPythons(versionId: string): number[] {
+/** Host pids of the fork server of the crewd on `dataDir` and its children (they keep the server's command line). */
+function forkServerPythons(dataDir: string): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       const python = !path.basename(args[0] ?? '').startsWith('bwrap');
-      if (python && args.includes('crewd_runner.forkserver') && args.join(' ').includes(versionId)) {
+      if (python && args.includes('crewd_runner.forkserver') && args.join(' ').includes(dataDir)) {
         if (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${entry}/stat`, 'utf8'))) pids.push(Number(entry));
       }
     } catch {
@@ -73,8 +72,8 @@ function forkServerPythons(versionId: string): number[] {
 }
 
 /** The server's children: its runs' and the one it forked ahead of the next run. */
-function forkServerChildren(versionId: string): number[] {
-  const pids = forkServerPythons(versionId);
+function forkServerChildren(dataDir: string): number[] {
+  const pids = forkServerPythons(dataDir);
   const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]);
   return pids.filter((pid) => {
     try {
@@ -97,11 +96,10 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
   let ctx: RunContext;
   let dataDir: string;
   let deploymentId: string;
-  let versionId: string;
 
   beforeAll(async () => {
     dataDir = tempDataDir();
-    ctx = await createRunContext({ DATA_DIR: dataDir });
+    ctx = await createRunContext({ DATA_DIR: dataDir, RUNNER_EXTRA_PATHS: testVenv() });
     deploymentId = await createDeployment(ctx, 'echo-graph');
     const crewdJson = { graph: 'graph.py:graph', env: testVenvBundleEnv(), timeout_seconds: 120 };
     const bundle = project({ 'crewd.json': JSON.stringify(crewdJson), 'graph.py': GRAPH });
@@ -109,7 +107,6 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
     expect(response.statusCode, response.body).toBe(201);
     const version = await waitForBuild(ctx, deploymentId, response.json().id);
     expect(version.status, version.build_error).toBe('ready');
-    versionId = version.id;
   }, 180_000);
   afterAll(async () => ctx?.close());
 
@@ -126,7 +123,7 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
     const first = await runToEnd({ text: 'one', paths: [runsFolder] });
     expect(first.output).toMatchObject({ text: 'one', forked: false });
 
-    await until(() => serverListening(versionId), 60_000);
+    await until(() => serverListening(dataDir), 60_000);
     const second = await runToEnd({ text: 'two', paths: [runsFolder, dataDir] });
     const third = await runToEnd({ text: 'three' });
     expect(second.output).toMatchObject({ text: 'two', forked: true });
@@ -134,7 +131,8 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
     // In the sandbox the server sees DATA_DIR (hidden under an empty tmpfs), not the runs' folders.
     expect(existsSync(runsFolder)).toBe(true);
     if (ctx.config.runnerSandbox !== 'off') expect(second.output.visible).toEqual([dataDir]);
-    expect(second.output.tmp).toMatch(/^\/tmp\/crewd-run-/);
+    // The run's home, in its server's folder of homes (runners/python/crewd_runner/run_home.py).
+    expect(second.output.tmp).toMatch(/^\/tmp\/crewd-server-[^/]+\/runs\/[0-9a-f]{32}\/tmp$/);
     expect(third.output.tmp).not.toBe(second.output.tmp);
 
     const started = (await ctx.call('GET', `/v1/runs/${second.id}/events?last_event_id=0`)).body;
@@ -142,7 +140,7 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
   });
 
   it('cancels a forked run: its child in the server ends', { timeout: 120_000 }, async () => {
-    await until(() => serverListening(versionId), 60_000);
+    await until(() => serverListening(dataDir), 60_000);
     const run = await startRun(ctx, deploymentId, { sleep: 60 });
     const stream = await readStream(`${ctx.baseUrl}/v1/runs/${run.run_id}/events`, {
       stopWhen: (message) => JSON.stringify(message.data ?? '').includes('sleeping'),
@@ -150,20 +148,20 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
     expect(stream.body).toContain('sleeping');
     // The run's child, by its pid in the server's PID namespace (beside it waits the one forked for the next run).
     const pidInside = Number(/sleeping as (\d+)/.exec(stream.body)?.[1]);
-    const child = forkServerChildren(versionId).find((pid) => pidInNamespace(pid) === pidInside);
+    const child = forkServerChildren(dataDir).find((pid) => pidInNamespace(pid) === pidInside);
     expect(child).toBeDefined();
 
     const canceled = await ctx.call('POST', `/v1/runs/${run.run_id}/cancel`);
     expect(canceled.statusCode, canceled.body).toBe(200);
     expect((await waitForRun(ctx, run.run_id)).status).toBe('canceled');
-    await until(() => !forkServerChildren(versionId).includes(child as number), 15_000);
+    await until(() => !forkServerChildren(dataDir).includes(child as number), 15_000);
   });
 
   it('runs cold while a server that died is replaced, then forks from the new one', { timeout: 120_000 }, async () => {
-    await until(() => serverListening(versionId), 60_000);
+    await until(() => serverListening(dataDir), 60_000);
     const killer = await waitForRun(ctx, (await startRun(ctx, deploymentId, { kill_server: true })).run_id);
     expect(killer.status).toBe('failed');
-    await until(() => forkServerPythons(versionId).length === 0, 15_000);
+    await until(() => forkServerPythons(dataDir).length === 0, 15_000);
 
     const meanwhile = await runToEnd({ text: 'cold' });
     expect(meanwhile.output).toMatchObject({ text: 'cold', forked: false });

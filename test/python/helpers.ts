@@ -23,16 +23,13 @@ export function testPython(): string | null {
   return null;
 }
 
-/** What a crew needs to run offline: nothing sent off the machine; in the sandbox only /tmp is writable. */
+/** What a crew needs to run offline, as docs/python-crews.md tells users: nothing sent off the machine. */
 export const OFFLINE_VARIABLES: Record<string, string> = {
   CREWAI_DISABLE_TELEMETRY: 'true',
   CREWAI_DISABLE_TRACKING: 'true',
   CREWAI_TRACING_ENABLED: 'false',
   OTEL_SDK_DISABLED: 'true',
   LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-  // CrewAI keeps a small database of task outputs; in the sandbox only /tmp is writable.
-  XDG_DATA_HOME: '/tmp',
-  HOME: '/tmp',
 };
 
 /** What a crew of the examples needs in its version env: the runner on the path, nothing sent off the machine. */
@@ -43,11 +40,17 @@ export const OFFLINE_ENV: Record<string, string> = { PYTHONPATH: RUNNER, ...OFFL
  * installing them from PyPI: a bundle without dependencies builds in seconds. The build puts the runner on the path.
  */
 export function testVenvBundleEnv(): Record<string, string> {
-  const venv = path.dirname(path.dirname(testPython() as string));
+  const venv = testVenv();
   const version = readdirSync(path.join(venv, 'lib')).find((name) => name.startsWith('python'));
   const { PYTHONPATH: _runner, ...offline } = OFFLINE_ENV;
   return { ...offline, PYTHONPATH: path.join(venv, 'lib', version as string, 'site-packages') };
 }
+
+/**
+ * The test environment's folder. A sandbox shows it only when listed in RUNNER_EXTRA_PATHS (as an operator lists the
+ * folders of programs that live elsewhere): the tests that import from it give it there.
+ */
+export const testVenv = (): string => path.dirname(path.dirname(testPython() as string));
 
 /** Without the environment the file says why; in CI (which builds it) that fails. */
 export function explainWithoutPython(title: string): void {
