@@ -85,7 +85,7 @@ export function DeploymentDetail({ id }: { id: string }) {
             cell: (version) => (
               <>
                 <Status value={version.status} />
-                {version.build_error ? <div className="error-message">{version.build_error}</div> : null}
+                {version.build_error ? <pre className="log-text error-text">{version.build_error}</pre> : null}
               </>
             ),
           },
