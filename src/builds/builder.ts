@@ -108,7 +108,8 @@ export async function buildVersionFiles(
   const stepTools: StepTools = {
     ...tools,
     env: { ...tools.env, ...toolCacheEnv(orgDir) },
-    writable: [paths.home, orgDir],
+    // Not the version's folder: built.json, which crewd writes after the steps, lies there out of their reach.
+    writable: [paths.project, orgDir],
   };
   await rm(paths.home, { recursive: true, force: true });
   let release = () => {};

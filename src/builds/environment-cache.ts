@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processAlive } from '../execution/process-group.js';
 import { randomToken } from '../ids.js';
+import { readInside, writeInside } from './safe-files.js';
 
 /**
  * The environment cache (BUILD_CACHE_DIR, default DATA_DIR/environments): `<org>/<key>` per
@@ -75,7 +76,9 @@ export function pin(home: string): () => void {
 
 /** Whether a lock folder is left by a process that no longer runs. */
 async function abandoned(lockDir: string): Promise<boolean> {
-  const owner = Number(await readFile(path.join(lockDir, 'pid'), 'utf8').catch(() => ''));
+  // Build steps write the organization's folder: its files are read as a bundle's are (safe-files.ts).
+  const pidFile = path.join(lockDir, 'pid');
+  const owner = Number((await readInside(path.dirname(lockDir), pidFile, 64).catch(() => null))?.data.toString() ?? '');
   if (owner > 0) return owner !== process.pid && !processAlive(owner);
   const info = await stat(lockDir).catch(() => null);
   return info !== null && Date.now() - info.mtimeMs > UNOWNED_LOCK_MS;
@@ -113,17 +116,19 @@ export async function lock(home: string, giveUp: () => string | null): Promise<(
 /** Records that this installation (its DATA_DIR) uses the environment. Under the lock. */
 export async function claim(home: string, dataDir: string): Promise<void> {
   await mkdir(path.join(home, CLAIMS), { recursive: true });
-  await writeFile(path.join(home, CLAIMS, claimName(dataDir)), path.resolve(dataDir));
+  await writeInside(home, path.join(home, CLAIMS, claimName(dataDir)), path.resolve(dataDir));
 }
 
 /** Drops this installation's claim and those of installations whose DATA_DIR is gone; answers whether any is left. */
 async function dropClaims(home: string, dataDir: string): Promise<boolean> {
   const folder = path.join(home, CLAIMS);
+  // Not a folder of its own (a link a build step made): no claims, and nothing of where it leads is touched.
+  if (!(await lstat(folder).catch(() => null))?.isDirectory()) return false;
   const names = await readdir(folder).catch(() => [] as string[]);
   let left = 0;
   for (const name of names) {
     const file = path.join(folder, name);
-    const owner = await readFile(file, 'utf8').catch(() => '');
+    const owner = (await readInside(folder, file, 4096).catch(() => null))?.data.toString() ?? '';
     if (name === claimName(dataDir) || !owner || !existsSync(owner)) await rm(file, { force: true });
     else left++;
   }

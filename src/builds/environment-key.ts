@@ -1,10 +1,12 @@
 import { createHash, type Hash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BUNDLE_LIMITS } from './bundle-tree.js';
 import { versionOf } from './host-tools.js';
 import type { Project } from './project.js';
+import { PROJECT_FILE_MAX_BYTES, readInside, readInsideIfThere } from './safe-files.js';
 
 /**
  * The crewd Python runner's package folder (runners/python of this repository), whether the service
@@ -26,9 +28,10 @@ async function hashTree(hash: Hash, folder: string): Promise<void> {
     .map((entry) => path.join(entry.parentPath, entry.name))
     .sort();
   for (const file of files) {
-    const info = await stat(file);
-    hash.update(`\0${path.relative(folder, file)}\0${info.mode & 0o111 ? 'x' : '-'}\0`);
-    hash.update(await readFile(file));
+    const relative = path.relative(folder, file);
+    const { mode, data } = await readInside(folder, relative, BUNDLE_LIMITS.maxUnpackedBytes);
+    hash.update(`\0${relative}\0${mode & 0o111 ? 'x' : '-'}\0`);
+    hash.update(data);
   }
 }
 
@@ -45,9 +48,8 @@ export async function environmentKey(
 ): Promise<string | null> {
   const hash = createHash('sha256');
   const file = async (name: string) => {
-    const full = path.join(projectDir, name);
     hash.update(`\0${name}\0`);
-    hash.update(existsSync(full) ? await readFile(full) : 'absent');
+    hash.update((await readInsideIfThere(projectDir, name, PROJECT_FILE_MAX_BYTES))?.data ?? 'absent');
   };
   if (project.python) {
     const python = project.python;

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { COMPLETE, claim, lock, pin } from './environment-cache.js';
 import { environmentKey, PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environment-key.js';
@@ -7,6 +7,7 @@ import { python3Of, versionOf } from './host-tools.js';
 import type { Project } from './project.js';
 import { type PythonTools, uvForBuild } from './python-tools.js';
 import { BuildFailure, runStep, type StepTools } from './run-step.js';
+import { PROJECT_FILE_MAX_BYTES, readInside, readInsideIfThere, writeInside } from './safe-files.js';
 
 export { PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environment-key.js';
 
@@ -98,15 +99,19 @@ async function buildPython(
   if (create) await runStep('creating the virtual environment', create, projectDir, stepTools);
   if (install) await runStep('installing the dependencies', install, projectDir, stepTools);
   if (PYTHON_RUNNER_PRESENT) {
-    await writeFile(path.join(await sitePackages(venv), 'crewd-runner.pth'), `${PYTHON_RUNNER_DIR}\n`);
+    // The install step may have changed the venv: the file goes nowhere but into the organization's cache.
+    await writeInside(place.orgDir, path.join(await sitePackages(venv), 'crewd-runner.pth'), `${PYTHON_RUNNER_DIR}\n`);
     tools.log(`crewd runner: ${PYTHON_RUNNER_DIR}`, 'stdout');
   }
 }
 
 async function buildNode(projectDir: string, target: string, tools: StepTools): Promise<void> {
-  await copyFile(path.join(projectDir, 'package.json'), path.join(target, 'package.json'));
-  const locked = existsSync(path.join(projectDir, 'package-lock.json'));
-  if (locked) await copyFile(path.join(projectDir, 'package-lock.json'), path.join(target, 'package-lock.json'));
+  // Files of the bundle: read only when they are regular files inside the project folder.
+  const manifest = await readInside(projectDir, 'package.json', PROJECT_FILE_MAX_BYTES);
+  await writeFile(path.join(target, 'package.json'), manifest.data);
+  const lock = await readInsideIfThere(projectDir, 'package-lock.json', PROJECT_FILE_MAX_BYTES);
+  const locked = lock !== null;
+  if (lock) await writeFile(path.join(target, 'package-lock.json'), lock.data);
   const command = ['npm', locked ? 'ci' : 'install', '--omit=dev', '--no-audit', '--no-fund'];
   // The npm beside the node that runs crewd (and runs the crew), whatever PATH names first.
   const env = { ...tools.env, PATH: `${path.dirname(process.execPath)}:${tools.env.PATH ?? ''}` };
@@ -152,7 +157,7 @@ async function buildUnderLock(
       if (project.python) await buildPython(project, projectDir, path.join(home, 'venv'), place, tools);
       else await buildNode(projectDir, home, tools);
       await claim(home, place.dataDir);
-      await writeFile(path.join(home, COMPLETE), new Date().toISOString());
+      await writeInside(place.orgDir, path.join(home, COMPLETE), new Date().toISOString());
     } catch (error) {
       await rm(home, { recursive: true, force: true });
       throw error;
