@@ -1,9 +1,8 @@
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProcessLauncher } from '../execution/launcher.js';
+import { RUN_LIMITS } from '../execution/limits.js';
 import { packageSettings } from './package-settings.js';
+import { readCappedLines } from './step-output.js';
 
 /** Where a build writes its output, line by line. */
 export type BuildLogger = (message: string, stream: 'stdout' | 'stderr') => void;
@@ -39,12 +38,6 @@ const TAIL_LINES = 20;
 const KILL_GRACE_MS = 2000;
 /** How long output may still arrive after the step's process ended (a descendant holding the pipe). */
 const DRAIN_MS = 1000;
-
-function readLines(input: Readable, take: (line: string) => void): Promise<void> {
-  const lines = createInterface({ input });
-  lines.on('line', take);
-  return once(lines, 'close').then(() => undefined);
-}
 
 function failureReason(stopped: boolean, timedOut: boolean, exit: { code: number | null } | null): string {
   if (stopped) return 'was stopped: the service is shutting down';
@@ -82,10 +75,14 @@ export async function runStep(step: string, command: string[], cwd: string, tool
   const tail: string[] = [];
   const take = (stream: 'stdout' | 'stderr') => (line: string) => {
     tools.log(line, stream);
-    tail.push(line);
+    // build_error keeps the start of each last line, as a long line's log event does.
+    tail.push(line.length > RUN_LIMITS.truncatedHeadBytes ? `${line.slice(0, RUN_LIMITS.truncatedHeadBytes)}…` : line);
     if (tail.length > TAIL_LINES) tail.shift();
   };
-  const output = Promise.all([readLines(launched.stdout, take('stdout')), readLines(launched.stderr, take('stderr'))]);
+  const output = Promise.all([
+    readCappedLines(launched.stdout, take('stdout')),
+    readCappedLines(launched.stderr, take('stderr')),
+  ]);
   let timedOut = false;
   const stop = () => void launched.endGroup(KILL_GRACE_MS);
   const timer = setTimeout(
