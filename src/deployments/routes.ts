@@ -96,6 +96,10 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{
   app.post(
     '/deployments/:id/versions',
     {
+      // Before the body is read: a member's upload is refused without taking in its megabytes.
+      onRequest: async (request) => {
+        requireAdmin(request, NEED);
+      },
       schema: {
         tags,
         operationId: 'createVersion',
