@@ -42,6 +42,9 @@ COPY --from=dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/console/dist ./console/dist
 COPY package.json ./
+# The `crewd` command, running the compiled dist/ (no tsx here), on PATH.
+COPY bin ./bin
+RUN ln -s /app/bin/crewd.mjs /usr/local/bin/crewd
 COPY examples ./examples
 # The crewd Python runner, installed into every Python version's environment by builds.
 COPY runners/python ./runners/python

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { Parser } from 'tar';
 import type { RunContext } from '../runs/helpers.js';
 
-const CLI = path.resolve(import.meta.dirname, '../../src/cli/crewd.mjs');
+const CLI = path.resolve(import.meta.dirname, '../../bin/crewd.mjs');
 
 /** Each command is a fresh node process (about 2 s on a loaded two-core machine), and a test runs a dozen. */
 export const CLI_TEST_TIMEOUT = 120_000;
