@@ -87,28 +87,47 @@ export async function finishBuild(
   return row;
 }
 
-/** Builds left unfinished by an instance that is gone (or by this installation's previous life). */
-export function findOrphanedBuilds(db: Db) {
+/**
+ * Builds left unfinished by an instance that is gone, or by this installation's previous life (an
+ * instance of the same name: the data folder's lock lets one live at a time). `crashed` when that
+ * instance ended without stopping (its lease lapsed, or it is this installation's previous life):
+ * then the build may well be what ended it.
+ */
+export function findOrphanedBuilds(db: Db, instanceId: string) {
+  const ownName = sql<string>`(select own.name from instances as own where own.id = ${instanceId})`;
   return db
     .selectFrom('deployment_versions as v')
-    .select(['v.id', 'v.build_instance_id'])
+    .leftJoin('instances as i', 'i.id', 'v.build_instance_id')
+    .select(['v.id', 'v.build_instance_id', sql<boolean>`(i.id is not null and i.stopped_at is null)`.as('crashed')])
     .where('v.status', '=', 'building')
-    .where(({ or, eb, not, exists, selectFrom }) =>
+    .where(({ or, eb }) =>
       or([
         eb('v.build_instance_id', 'is', null),
-        not(
-          exists(
-            selectFrom('instances as i')
-              .select('i.id')
-              .whereRef('i.id', '=', 'v.build_instance_id')
-              .where('i.stopped_at', 'is', null)
-              .where('i.expires_at', '>', sql<Date>`now()`),
-          ),
-        ),
+        eb.and([
+          eb('v.build_instance_id', '<>', instanceId),
+          or([
+            eb('i.id', 'is', null),
+            eb('i.stopped_at', 'is not', null),
+            eb('i.expires_at', '<=', sql<Date>`now()`),
+            eb('i.name', '=', ownName),
+          ]),
+        ]),
       ]),
     )
     .orderBy('v.created_at')
     .execute();
+}
+
+/** Fails a build its instance left unfinished; undefined when it ended or was taken meanwhile. */
+export function failOrphanedBuild(db: Db, versionId: string, previousInstance: string, error: string) {
+  return db
+    .updateTable('deployment_versions')
+    .set({ status: 'failed', build_error: error, promote_to: null })
+    .where('id', '=', versionId)
+    .where('status', '=', 'building')
+    .where('build_instance_id', '=', previousInstance)
+    .returning(['id'])
+    .executeTakeFirst();
 }
 
 export async function lastEventSeq(db: Db, id: string): Promise<number> {

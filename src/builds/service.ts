@@ -38,6 +38,10 @@ import { BuildFailure, type BuildLogger } from './run-step.js';
 import { buildFeed, buildStreamSource } from './stream-source.js';
 import { inspectBundle } from './unpack.js';
 
+export const CRASHED_BUILD_ERROR =
+  'The build was interrupted: the crewd instance building it ended without finishing it (it crashed or was ' +
+  'killed). Upload the bundle again to build it.';
+
 /** A build going on here: its log, for streams that open while it runs. */
 export interface ActiveBuild {
   orgId: string;
@@ -170,6 +174,16 @@ export function createBuildService(options: BuildServiceOptions) {
     bus.publish(versionId, { seq: nextSeq, json: '', end });
   }
 
+  /** A build its instance left when it crashed: failed, not built again, as it may be what ended that instance. */
+  async function failCrashedBuild(versionId: string, previousInstance: string): Promise<boolean> {
+    if (!(await repo.failOrphanedBuild(db, versionId, previousInstance, CRASHED_BUILD_ERROR))) return false;
+    logger.warn({ versionId }, 'failed a build left unfinished by an instance that crashed');
+    await removeVersionFiles(config.dataDir, versionId);
+    const end: BuildEnd = { status: 'failed', error: CRASHED_BUILD_ERROR };
+    options.bus.publish(versionId, { seq: (await repo.lastEventSeq(db, versionId)) + 1, json: '', end });
+    return true;
+  }
+
   /**
    * The built files of a version on this instance, built here first (logging to `log`) when missing.
    * A version's files never change once built, so each is read from disk once (`forget` drops it),
@@ -285,7 +299,13 @@ export function createBuildService(options: BuildServiceOptions) {
      */
     async start(): Promise<void> {
       await removeLeftovers(db, dirs, logger);
-      for (const orphan of await repo.findOrphanedBuilds(db)) enqueue(orphan.id, orphan.build_instance_id);
+      let failed = 0;
+      for (const orphan of await repo.findOrphanedBuilds(db, options.instanceId)) {
+        if (orphan.crashed && orphan.build_instance_id) {
+          if (await failCrashedBuild(orphan.id, orphan.build_instance_id)) failed++;
+        } else enqueue(orphan.id, orphan.build_instance_id);
+      }
+      if (failed > 0) await removeUnusedEnvironments(dirs, logger);
     },
 
     /** Stops taking builds and ends those going on; they are taken up again at the next start. */
