@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunContext, dataOf, type RunContext, readStream, startRun, waitForRun } from '../runs/helpers.js';
@@ -23,10 +23,99 @@ function installUv(folder: string): { bin: string } | { reason: string } {
 
 const CREW = `
 import json, sys
-print(json.dumps({"type": "run.completed", "data": {"output": {"prefix": sys.prefix, "six": __import__("six").__version__}}}))
+output = {"prefix": sys.prefix, "base": sys.base_prefix, "six": __import__("six").__version__}
+print(json.dumps({"type": "run.completed", "data": {"output": output}}))
 `;
 
-const folder = mkdtempSync(path.join(tmpdir(), 'crewd-uv-'));
+/** The machine's package-tool settings and home, as a service started here would hand its builds. */
+const toolSettings = Object.fromEntries(
+  Object.entries(process.env).filter(
+    (entry): entry is [string, string] =>
+      entry[1] !== undefined && /^(HOME|SSL_CERT_FILE|SSL_CERT_DIR|PIP_.*|(https?|no|all)_proxy)$/i.test(entry[0]),
+  ),
+);
+
+/** This test process's PATH without the folders that hold a uv. */
+const pathWithoutUv = (process.env.PATH ?? '')
+  .split(':')
+  .filter((folder) => folder !== '' && !existsSync(path.join(folder, 'uv')))
+  .join(':');
+
+async function buildLog(ctx: RunContext, deploymentId: string, versionId: string): Promise<string[]> {
+  const url = `${ctx.baseUrl}/v1/deployments/${deploymentId}/versions/${versionId}/build/events`;
+  const log = await readStream(url, { headers: { 'last-event-id': '0' } });
+  return dataOf(log.messages)
+    .filter((event) => event.type === 'build.log')
+    .map((event) => (event.data as { message: string }).message);
+}
+
+/** A project needing six (a `pin` of its own makes an environment of its own), built in production. */
+async function buildSixProject(ctx: RunContext, deploymentId: string, pin: string) {
+  const bundle = project({
+    'crewd.json': JSON.stringify({ command: ['python', 'crew.py'] }),
+    'requirements.txt': `# ${pin}\nsix==1.17.0\n`,
+    'crew.py': CREW,
+  });
+  const response = await upload(ctx, deploymentId, bundle, '?environment=production');
+  const version = await waitForBuild(ctx, deploymentId, response.json().id, 300_000);
+  expect(version.status, version.build_error).toBe('ready');
+  return { version, log: await buildLog(ctx, deploymentId, version.id) };
+}
+
+describe('Python builds without uv on PATH', () => {
+  let ctx: RunContext;
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = tempDataDir();
+    ctx = await createRunContext({ ...toolSettings, DATA_DIR: dataDir, PATH: pathWithoutUv });
+  });
+  afterAll(async () => ctx?.close());
+
+  it('install uv once into the build tools and use it', {
+    timeout: 600_000,
+  }, async () => {
+    const deploymentId = await createDeployment(ctx, 'uv-installed');
+    const program = path.join(dataDir, 'environments', 'build-tools', 'uv', 'bin', 'uv');
+    const first = await buildSixProject(ctx, deploymentId, `first ${Date.now()}`);
+    expect(first.log.some((line) => line.startsWith("uv is not on PATH: installing it once into crewd's build"))).toBe(
+      true,
+    );
+    expect(first.log).toContain(`using uv (${program})`);
+
+    const second = await buildSixProject(ctx, deploymentId, `second ${Date.now()}`);
+    expect(second.log.some((line) => line.startsWith('uv is not on PATH'))).toBe(false);
+    expect(second.log).toContain(`using uv (${program})`);
+
+    const run = await waitForRun(ctx, (await startRun(ctx, deploymentId)).run_id);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    expect(run.output.six).toBe('1.17.0');
+    expect(readFileSync(path.join(run.output.prefix, 'pyvenv.cfg'), 'utf8')).toMatch(/^uv = /m);
+  });
+
+  it("make the environment from the python3 that PATH names, not the one beside crewd's node", {
+    timeout: 120_000,
+  }, async () => {
+    const deploymentId = await createDeployment(ctx, 'python3-of-path');
+    const bundle = project({
+      'crewd.json': JSON.stringify({ command: ['python', 'crew.py'] }),
+      'crew.py':
+        'import json, sys\nprint(json.dumps({"type": "run.completed", "data": {"output": {"base": sys.base_prefix}}}))\n',
+    });
+    const response = await upload(ctx, deploymentId, bundle, '?environment=production');
+    const version = await waitForBuild(ctx, deploymentId, response.json().id);
+    expect(version.status, version.build_error).toBe('ready');
+    const run = await waitForRun(ctx, (await startRun(ctx, deploymentId)).run_id);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    const python3 = execFileSync('python3', ['-c', 'import sys; print(sys.base_prefix)'], {
+      env: { ...process.env, PATH: pathWithoutUv },
+    });
+    expect(run.output.base).toBe(python3.toString().trim());
+  });
+});
+
+// Not in the temporary folder: the sandbox has a /tmp of its own.
+mkdirSync(path.join(homedir(), '.cache', 'crewd'), { recursive: true });
+const folder = mkdtempSync(path.join(homedir(), '.cache', 'crewd', 'uv-test-'));
 const uv = installUv(folder);
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
@@ -37,7 +126,12 @@ describe.skipIf('reason' in uv)(title, () => {
   let ctx: RunContext;
   beforeAll(async () => {
     const bin = 'bin' in uv ? uv.bin : '';
-    ctx = await createRunContext({ DATA_DIR: tempDataDir(), PATH: `${bin}:${process.env.PATH ?? ''}` });
+    // Installed where the sandbox does not look: shown to build steps as docs/operations.md says.
+    ctx = await createRunContext({
+      DATA_DIR: tempDataDir(),
+      PATH: `${bin}:${process.env.PATH ?? ''}`,
+      RUNNER_EXTRA_PATHS: folder,
+    });
   });
   afterAll(async () => ctx?.close());
 
@@ -52,11 +146,7 @@ describe.skipIf('reason' in uv)(title, () => {
     const version = await waitForBuild(ctx, deploymentId, response.json().id);
     expect(version.status, version.build_error).toBe('ready');
 
-    const url = `${ctx.baseUrl}/v1/deployments/${deploymentId}/versions/${version.id}/build/events`;
-    const log = await readStream(url, { headers: { 'last-event-id': '0' } });
-    const lines = dataOf(log.messages)
-      .filter((event) => event.type === 'build.log')
-      .map((event) => (event.data as { message: string }).message);
+    const lines = await buildLog(ctx, deploymentId, version.id);
     const program = path.join('bin' in uv ? uv.bin : '', 'uv');
     expect(lines).toContain(`using uv (${program})`);
     expect(lines.some((line) => line.startsWith(`$ ${program} venv `))).toBe(true);
