@@ -29,7 +29,9 @@ export function ListTable<T>({
 }) {
   if (empty !== undefined && rows?.length === 0) return <p>{empty}</p>;
   return (
-    <div className="scroll">
+    // A region the keyboard can reach: on a narrow screen it scrolls sideways, also with no link in it.
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling box must be focusable to scroll by keyboard
+    <section className="scroll" aria-label={label} tabIndex={0}>
       <table aria-label={label} className={fixed ? 'fixed' : undefined}>
         {fixed ? (
           <colgroup>
@@ -59,6 +61,6 @@ export function ListTable<T>({
           ))}
         </tbody>
       </table>
-    </div>
+    </section>
   );
 }
