@@ -40,7 +40,7 @@ describe('crewd threads and runs in a thread (CONTRACTS §9, §10)', { timeout: 
     expect(asked.code, asked.stderr).toBe(0);
     const interrupts = [{ id: 'ask-1', value: { question: 'green?' } }];
     expect(JSON.parse(asked.stdout)).toEqual({ interrupts });
-    expect(asked.stderr).toMatch(/run\.interrupted {2}.*"ask-1"/);
+    expect(asked.stderr).toMatch(/run\.interrupted {2}green\?$/m);
     expect(asked.stderr).toContain(`Thread ${threadId} is interrupted; it waits for:\n  ask-1  {"question":"green?"}`);
     expect(asked.stderr).toContain(`Resume it: crewd run ${deploymentId} --thread ${threadId} --command '{"resume":`);
 
