@@ -88,7 +88,9 @@ describe('a sandboxed runner', () => {
       {
         ...request,
         command: ['sh', '-c', `setsid sh -c 'exec -a ${marker} sleep 60' & sleep 0.3`],
+        // Its own scratch folder: DATA_DIR itself is hidden from the sandbox.
         cwd: dataDir,
+        confinement: { writable: [dataDir], readOnly: [] },
         env: { PATH: process.env.PATH ?? '' },
       },
       { killGraceMs: 1000, onMessage() {} },

@@ -16,6 +16,7 @@ import { sandboxedLauncher } from '../../src/execution/sandboxed-launcher.js';
 import { createSpawner } from '../../src/execution/spawner.js';
 import { createLogger } from '../../src/logger.js';
 import { createBubblewrapSandbox } from '../../src/sandbox/bubblewrap.js';
+import { SANDBOX_HOME_ENV } from '../../src/sandbox/home.js';
 import { findBwrap } from '../../src/sandbox/probe.js';
 import { until } from '../runs/helpers.js';
 
@@ -121,8 +122,8 @@ describe.skipIf(bwrapPath === null)('spare sandboxes (made ahead, taken by the n
       expect(code).toBe(3);
       expect(report.cwd).toBe(request.cwd);
       expect(report.argv).toEqual(['plain', AWKWARD, '']);
-      // PWD as bwrap's --chdir sets it.
-      expect(report.env).toEqual({ ...request.env, PWD: request.cwd });
+      // Its home and /tmp of its own, and PWD as bwrap's --chdir sets it.
+      expect(report.env).toEqual({ ...request.env, ...SANDBOX_HOME_ENV, PWD: request.cwd });
       expect(report.input).toBe(request.stdin);
     }
   });
