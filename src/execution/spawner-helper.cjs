@@ -11,6 +11,37 @@
  * handle's acknowledgement never heard the service disconnect (so neither it nor the runner ended).
  */
 const { spawn } = require('node:child_process');
+const { closeSync, readdirSync, readFileSync } = require('node:fs');
+
+/** O_CLOEXEC as /proc/<pid>/fdinfo shows it (octal flags). */
+const O_CLOEXEC = 0o2000000;
+
+/**
+ * Closes the descriptors this process inherited that would pass on to every runner: those left
+ * open across exec by what started crewd (a shell's, a supervisor's pipe). Node opens its own with
+ * close-on-exec, so every descriptor above 2 without it, but the service's channel, is one of those.
+ */
+function closeInheritedDescriptors() {
+  /** @type {string[]} */
+  let names;
+  try {
+    names = readdirSync('/proc/self/fd');
+  } catch {
+    return; // no /proc: not Linux, nothing to look at
+  }
+  const channel = /** @type {{ fd?: number } | undefined} */ (process.channel)?.fd;
+  for (const name of names) {
+    const fd = Number(name);
+    if (fd <= 2 || fd === channel) continue;
+    try {
+      const flags = /^flags:\s*([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
+      if (flags?.[1] !== undefined && (Number.parseInt(flags[1], 8) & O_CLOEXEC) === 0) closeSync(fd);
+    } catch {
+      // gone meanwhile (the listing's own folder)
+    }
+  }
+}
+closeInheritedDescriptors();
 
 /**
  * @typedef {{ op: 'spawn', id: number, file: string, args: string[], cwd: string, env: Record<string, string>, stdin: string | null }} SpawnMessage
