@@ -35,7 +35,7 @@ describe('run supervisor and runner protocol', () => {
   it('gives the runner exactly PATH, the version env and CREWD_*, its input on stdin, argv without a shell', async () => {
     const literal = '$HOME; echo injected | cat';
     const { deploymentId, versionId } = await deploy(ctx, [...crew('inspect.mjs'), literal, '*'], {
-      env: { API_TOKEN: 'secret-1', MODE: 'test' },
+      env: { API_TOKEN: 'secret-1', MODE: 'test', HOME: '/elsewhere' },
     });
     const { run_id } = await startRun(ctx, deploymentId, { topic: 'x' });
     const run = await waitForRun(ctx, run_id);
@@ -53,8 +53,16 @@ describe('run supervisor and runner protocol', () => {
         'CREWD_VERSION_ID',
         'MODE',
         'PATH',
+        // A home and TMPDIR of its own (CONTRACTS §12), whatever the version's env says.
+        'HOME',
+        'XDG_CACHE_HOME',
+        'XDG_CONFIG_HOME',
+        'XDG_DATA_HOME',
+        'XDG_STATE_HOME',
+        'TMPDIR',
       ].sort(),
     );
+    expect(report.env.HOME).not.toBe('/elsewhere');
     expect(report.env).toMatchObject({
       API_TOKEN: 'secret-1',
       MODE: 'test',
