@@ -12,6 +12,7 @@ import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
+import { installSecurityHeaders } from './http/security-headers.js';
 import { createMetricsListener } from './metrics/listener.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { runRoutes } from './runs/routes.js';
@@ -47,6 +48,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  installSecurityHeaders(app);
 
   const composed = await composeServices(dependencies);
   const { access, deployments, variables, builds, tables, rows, webhooks, incomingWebhooks, runs, threads } =
