@@ -3,6 +3,7 @@ import path from 'node:path';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from '../execution/limits.js';
 import { findOnPath, isExecutableFile } from '../program-search.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from './home.js';
+import { bwrapUnsharesNetwork, type NetworkSetup, networkCommand } from './network.js';
 import { exportable, SPARE_SHELL, spareLine } from './spare-shell.js';
 import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SpareShape } from './types.js';
 import { installationFolder, machineView, nodeFolder, pythonsOf, realFolder, within } from './view.js';
@@ -14,6 +15,8 @@ export interface BubblewrapOptions {
   /** Absolute path of the bwrap binary. */
   bwrapPath: string;
   network: RunnerNetwork;
+  /** What RUNNER_NETWORK=isolated needs (found at start); null for the other settings. */
+  networkSetup?: NetworkSetup | null | undefined;
   /** crewd's data folder, hidden from runners except for the folders bound back in. */
   dataDir: string;
   /** Other folders of crewd hidden the same way (BUILD_CACHE_DIR when it lies outside DATA_DIR). */
@@ -68,7 +71,7 @@ function initPrefix(limits: RunLimits): string[] {
  */
 function namespaceArguments(network: RunnerNetwork): string[] {
   const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
-  if (network === 'off') args.push('--unshare-net');
+  if (bwrapUnsharesNetwork(network)) args.push('--unshare-net');
   args.push('--die-with-parent');
   return args;
 }
@@ -111,9 +114,9 @@ function assertInView(plan: ProcessPlan, cwd: string, shown: (file: string) => b
     const detail = elsewhere ? `: ${elsewhere} is not in the sandbox's view (see RUNNER_EXTRA_PATHS)` : '';
     throw Object.assign(new Error(`spawn ${program} ENOENT${detail}`), { code: 'ENOENT' });
   }
-  const outside = [found, cwd, ...args.filter((arg) => path.isAbsolute(arg) && existsSync(arg))].find(
-    (file) => file !== '/' && !shown(realFolder(file)),
-  );
+  // A file is in view where its folder is (a link to a shown file from elsewhere is not), and so is what it leads to.
+  const files = [found, ...args.filter((arg) => path.isAbsolute(arg) && existsSync(arg))];
+  const outside = [cwd, ...files, ...files.map(path.dirname)].find((file) => file !== '/' && !shown(realFolder(file)));
   if (outside !== undefined) {
     throw Object.assign(
       new Error(`${outside} is not in the sandbox's view: list its folder in RUNNER_EXTRA_PATHS to show it to runners`),
@@ -147,6 +150,9 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const runsFolder = path.join(realFolder(options.dataDir), 'runs');
   /** Spares wait in the machine's shell: none without one. */
   const withShell = isExecutableFile(SPARE_SHELL[0] as string);
+  /** bwrap's argv in the network the process gets (network.ts). */
+  const withNetwork = (confinement: Confinement, bwrap: string[]) =>
+    networkCommand(confinement.network ?? options.network, bwrap, options.networkSetup ?? null);
 
   /** Everything but the writable folders: the same for every run of a version. */
   function readOnlyArguments(plan: ProcessPlan, cwd: string, confinement: Confinement): string[] {
@@ -173,7 +179,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
     }
     args.push(...SEAL, '--chdir', cwd, '--', ...prefix, ...plan.command);
     // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
-    return { command: [options.bwrapPath, ...args], cwd, env: plan.env };
+    return { command: withNetwork(confinement, [options.bwrapPath, ...args]), cwd, env: plan.env };
   }
 
   return {
@@ -197,7 +203,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
         key: JSON.stringify([scratch !== null, args]),
         // An empty environment: the shell gets the process's own with its line.
         spare: (folder) => ({
-          command: [
+          command: withNetwork(confinement, [
             options.bwrapPath,
             ...args,
             ...bindRuns(folder),
@@ -207,7 +213,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
             '--',
             ...prefix,
             ...SPARE_SHELL,
-          ],
+          ]),
           cwd: '/',
           env: {},
         }),

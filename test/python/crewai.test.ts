@@ -9,7 +9,7 @@ import {
   startRun,
   waitForRun,
 } from '../runs/helpers.js';
-import { EXAMPLES, explainWithoutPython, OFFLINE_ENV, testPython } from './helpers.js';
+import { EXAMPLES, explainWithoutPython, OFFLINE_ENV, testPython, testVenvSettings } from './helpers.js';
 
 explainWithoutPython('a CrewAI crew through the service');
 
@@ -20,7 +20,7 @@ describe.runIf(testPython() !== null)('a CrewAI crew through the service', () =>
   let ctx: RunContext;
 
   beforeAll(async () => {
-    ctx = await createRunContext();
+    ctx = await createRunContext(testVenvSettings());
   });
   afterAll(async () => ctx?.close());
 

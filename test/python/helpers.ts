@@ -23,6 +23,14 @@ export function testPython(): string | null {
   return null;
 }
 
+/**
+ * The setting a service needs to run the test environment's python as a command version's program: the environment
+ * lives outside the sandbox's view (under the home folder), so its folder is listed, as docs/operations.md says.
+ */
+export function testVenvSettings(): Record<string, string> {
+  return { RUNNER_EXTRA_PATHS: path.dirname(path.dirname(testPython() as string)) };
+}
+
 /** What a crew needs to run offline, as docs/python-crews.md tells users: nothing sent off the machine. */
 export const OFFLINE_VARIABLES: Record<string, string> = {
   CREWAI_DISABLE_TELEMETRY: 'true',

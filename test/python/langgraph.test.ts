@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunContext, deploy, type RunContext, waitForRun } from '../runs/helpers.js';
-import { EXAMPLES, explainWithoutPython, OFFLINE_ENV, testPython } from './helpers.js';
+import { EXAMPLES, explainWithoutPython, OFFLINE_ENV, testPython, testVenvSettings } from './helpers.js';
 
 explainWithoutPython('a LangGraph graph through the service');
 
@@ -11,7 +11,7 @@ describe.runIf(testPython() !== null)('a LangGraph graph through the service', (
   let deploymentId: string;
 
   beforeAll(async () => {
-    ctx = await createRunContext();
+    ctx = await createRunContext(testVenvSettings());
     const python = testPython() as string;
     ({ deploymentId } = await deploy(ctx, [python, '-m', 'crewd_runner', '--graph', 'src/agent/graph.py:graph'], {
       cwd: path.join(EXAMPLES, 'langgraph-agent'),
