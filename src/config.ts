@@ -57,7 +57,8 @@ const configSchema = z.object({
     .max(65535, 'must be a port number')
     .optional(),
   RUNNER_SANDBOX: z.enum(['auto', 'on', 'off'], { message: 'must be auto, on or off' }).default('auto'),
-  RUNNER_NETWORK: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  // Unset is told apart from isolated: only the default falls back to the host's network (sandbox/index.ts).
+  RUNNER_NETWORK: z.enum(['isolated', 'on', 'off'], { message: 'must be isolated, on or off' }).optional(),
   RUNNER_SPAWNER: z.enum(['helper', 'direct'], { message: 'must be helper or direct' }).default('helper'),
   RUNNER_EXTRA_PATHS: extraPaths.default([]),
   RUN_MEMORY_MB: count(64).default(DEFAULT_RUN_LIMITS.memoryMb),
@@ -129,7 +130,10 @@ export interface Config {
   metricsPort: number | undefined;
   /** Runners in a bubblewrap sandbox: when available (auto), always (on) or never (off); CONTRACTS §12. */
   runnerSandbox: ParsedEnv['RUNNER_SANDBOX'];
-  /** Runners share the host's network (on) or get an empty network namespace (off). */
+  /**
+   * Runners and build steps get a network of their own that reaches the internet but not the host
+   * (isolated), the host's (on) or loopback only (off); unset: isolated where it works (CONTRACTS §12).
+   */
   runnerNetwork: ParsedEnv['RUNNER_NETWORK'];
   /** `helper`: runners forked by a small helper process; `direct`: by the service itself (for measuring). */
   runnerSpawner: ParsedEnv['RUNNER_SPAWNER'];

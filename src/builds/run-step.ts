@@ -47,8 +47,8 @@ function failureReason(stopped: boolean, timedOut: boolean, exit: { code: number
 }
 
 /**
- * Runs one build step through the launcher, in the sandbox, with the network whatever
- * RUNNER_NETWORK says (installing needs it), its output lines going to the build log; throws
+ * Runs one build step through the launcher, in the sandbox, in the network RUNNER_NETWORK gives
+ * runners (CONTRACTS §12: `isolated` reaches package indexes, not the host), its output lines going to the build log; throws
  * BuildFailure when it exits non-zero or runs past `tools.deadline` (a Date.now() value). Its whole
  * process group ends with it, on a timeout and when the service stops.
  */
@@ -68,7 +68,6 @@ export async function runStep(step: string, command: string[], cwd: string, tool
       writable: tools.writable,
       readOnly: [...(tools.readOnly ?? []), ...settings.readOnly],
       homeFiles: settings.homeFiles,
-      network: 'on',
     },
   });
   if ('error' in launched) throw new BuildFailure(step, `${step} could not start (${launched.error})`);

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createBubblewrapSandbox } from './bubblewrap.js';
+import { findNetworkTools, type NetworkSetup } from './network.js';
 import type { RunnerNetwork } from './types.js';
 
 const run = promisify(execFile);
@@ -25,28 +26,56 @@ export function findBwrap(searchPath: string): string | null {
 
 export type ProbeResult = { usable: true; bwrapPath: string } | { usable: false; reason: string };
 
-/**
- * Whether bubblewrap works here, tried once with the very arguments runners get: some machines
- * have bwrap but forbid the namespaces it needs (a container's seccomp profile, a kernel setting).
- */
-export async function probeBubblewrap(searchPath: string, network: RunnerNetwork): Promise<ProbeResult> {
-  const bwrapPath = findBwrap(searchPath);
-  if (!bwrapPath) return { usable: false, reason: 'bwrap was not found on PATH' };
+/** Runs `exit 0` in a sandbox of these settings; the first line of what went wrong, or null. */
+async function trySandbox(
+  bwrapPath: string,
+  network: RunnerNetwork,
+  networkSetup?: NetworkSetup,
+): Promise<string | null> {
   const scratch = mkdtempSync(path.join(tmpdir(), 'crewd-sandbox-probe-'));
   try {
-    const sandbox = createBubblewrapSandbox({ bwrapPath, network, dataDir: path.join(scratch, 'data') });
+    const sandbox = createBubblewrapSandbox({ bwrapPath, network, networkSetup, dataDir: path.join(scratch, 'data') });
     const plan = sandbox.wrap(
       { command: ['/bin/sh', '-c', 'exit 0'], cwd: scratch, env: { PATH: '/usr/bin:/bin' } },
       { writable: [scratch], readOnly: [] },
     );
     const [file, ...args] = plan.command;
     await run(file as string, args, { cwd: plan.cwd, env: plan.env, timeout: 10_000 });
-    return { usable: true, bwrapPath };
+    return null;
   } catch (error) {
     const failure = error as { stderr?: string; message: string };
-    const detail = failure.stderr?.trim() || failure.message;
-    return { usable: false, reason: `${bwrapPath} cannot create namespaces here: ${detail.split('\n')[0]}` };
+    return (failure.stderr?.trim() || failure.message).split('\n')[0] as string;
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether bubblewrap works here, tried once with the very arguments runners get: some machines
+ * have bwrap but forbid the namespaces it needs (a container's seccomp profile, a kernel setting).
+ * `isolated` is tried as `on` here: probeIsolatedNetwork tells whether that network works.
+ */
+export async function probeBubblewrap(searchPath: string, network: RunnerNetwork): Promise<ProbeResult> {
+  const bwrapPath = findBwrap(searchPath);
+  if (!bwrapPath) return { usable: false, reason: 'bwrap was not found on PATH' };
+  const failure = await trySandbox(bwrapPath, network === 'isolated' ? 'on' : network);
+  return failure === null
+    ? { usable: true, bwrapPath }
+    : { usable: false, reason: `${bwrapPath} cannot create namespaces here: ${failure}` };
+}
+
+export type NetworkProbeResult = { usable: true; setup: NetworkSetup } | { usable: false; reason: string };
+
+/**
+ * Whether RUNNER_NETWORK=isolated works here (its tools found, a sandbox started in it); `pipes`
+ * is the private folder (made here) where its set-up's pipes will be.
+ */
+export async function probeIsolatedNetwork(bwrapPath: string, pipes: string): Promise<NetworkProbeResult> {
+  const found = findNetworkTools();
+  if ('missing' in found) return { usable: false, reason: found.missing };
+  mkdirSync(pipes, { recursive: true });
+  chmodSync(pipes, 0o700);
+  const setup = { tools: found.tools, pipes };
+  const failure = await trySandbox(bwrapPath, 'isolated', setup);
+  return failure === null ? { usable: true, setup } : { usable: false, reason: failure };
 }

@@ -19,7 +19,7 @@ export interface Confinement {
   readOnly: string[];
   /** Files of the host its home gets (copied into a home outside the sandbox). */
   homeFiles?: HomeFile[];
-  /** Overrides RUNNER_NETWORK for this process: build steps always get the host's network. */
+  /** Overrides RUNNER_NETWORK for this process. */
   network?: RunnerNetwork;
 }
 
@@ -61,4 +61,4 @@ export interface Sandbox {
 }
 
 export type SandboxMode = 'auto' | 'on' | 'off';
-export type RunnerNetwork = 'on' | 'off';
+export type RunnerNetwork = 'isolated' | 'on' | 'off';

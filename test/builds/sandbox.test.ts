@@ -24,8 +24,8 @@ describe.runIf(findBwrap(process.env.PATH ?? '') !== null)('build steps in the s
   let dataDir: string;
   beforeAll(async () => {
     dataDir = tempDataDir();
-    // RUNNER_NETWORK=off is for runs: build steps get the network all the same.
-    ctx = await createRunContext({ DATA_DIR: dataDir, RUNNER_SANDBOX: 'on', RUNNER_NETWORK: 'off' });
+    // Build steps get the network runners get: the host's here, to reach crewd's port.
+    ctx = await createRunContext({ DATA_DIR: dataDir, RUNNER_SANDBOX: 'on', RUNNER_NETWORK: 'on' });
   });
   afterAll(async () => ctx?.close());
 

@@ -24,7 +24,8 @@ describe('configuration', () => {
       rateLimitPerMinute: 0,
       metricsPort: undefined,
       runnerSandbox: 'auto',
-      runnerNetwork: 'on',
+      // Unset: isolated, or the host's network where auto cannot isolate (sandbox/index.ts).
+      runnerNetwork: undefined,
       runnerSpawner: 'helper',
       databasePreparedStatements: true,
       tableIndexMinRows: 10_000,

@@ -102,8 +102,8 @@ describe('runners in the bubblewrap sandbox (a real crewd, RUNNER_SANDBOX=on)', 
     expect(PWD).toBe(report.cwd);
     expect(JSON.stringify(report)).not.toContain(KEY);
     if (process.env.TEST_DATABASE_URL) expect(JSON.stringify(report)).not.toContain('postgres://');
-    // RUNNER_NETWORK=on (the default): the host's network, as crews need for their LLM providers.
-    expect(report.connect).toEqual({ ok: true });
+    // RUNNER_NETWORK unset: isolated, where 127.0.0.1 is the run's own (test/sandbox/network.test.ts).
+    expect(report.connect).toEqual({ ok: false, code: 'ECONNREFUSED' });
     await server.call('POST', `/v1/runs/${other}/cancel`);
   });
 

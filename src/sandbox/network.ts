@@ -1,0 +1,120 @@
+import { networkInterfaces } from 'node:os';
+import { findOnPath } from '../program-search.js';
+import type { RunnerNetwork } from './types.js';
+
+/** Where the programs the isolated network needs are looked for: never the runner's own PATH. */
+const SYSTEM_PATH = '/usr/bin:/bin:/usr/sbin:/sbin';
+
+/** The programs, each with the Debian package that has it. */
+const TOOLS = {
+  unshare: 'util-linux',
+  slirp4netns: 'slirp4netns',
+  ip: 'iproute2',
+  mkfifo: 'coreutils',
+  rm: 'coreutils',
+} as const;
+type Tool = keyof typeof TOOLS;
+
+/** Addresses no run reaches besides the host's own: link-local, where clouds keep their metadata service. */
+const ALWAYS_BLOCKED = ['169.254.0.0/16'];
+
+/**
+ * Sets up the run's own network namespace before bwrap starts, on the host, as crewd's user:
+ * `unshare` makes a user and a network namespace and waits in there; slirp4netns, the user-mode
+ * stack, is attached to it (the internet through host sockets; neither the host's loopback nor
+ * its DNS forwarder: --disable-host-loopback --disable-dns); then, in there, `ip` brings the
+ * loopback up and makes every address of the host unreachable by a route, which the run cannot
+ * remove (bwrap's user namespace inside has no capability over this network), and bwrap starts,
+ * mapping crewd's user back to its own id (in the namespace made here, it is root).
+ * The stack ends with the sandbox: its --exit-fd is held by this shell, which waits for it.
+ * Arguments: the tools' paths, a private host folder for the pipes, the `ip -batch` lines, then
+ * bwrap's argv. Every program is named by its path: the runner's environment (PATH) comes along.
+ */
+const SCRIPT = `unshare=$1 slirp=$2 ip=$3 mkfifo=$4 rm=$5 p=$6/$$ routes=$7
+shift 7
+fail() { echo "crewd: the run's isolated network could not be set up: $1 (RUNNER_NETWORK=isolated)" >&2; }
+pipes="$p.in $p.go $p.ready $p.exit"
+"$mkfifo" -m 600 $pipes 2>/dev/null || { "$rm" -f $pipes; "$mkfifo" -m 600 $pipes; } || { fail "mkfifo failed"; exit 125; }
+exec 3<&0
+"$unshare" --user --map-root-user --net /bin/sh -c \
+  'echo >&5; exec 5>&-; read -r go <&6 || exit 125; exec 6<&-; printf "%s\\n" "$0" | "$1" -batch - || exit 125; shift; exec "$@"' \
+  "$routes" "$ip" "$@" 5>"$p.in" 6<"$p.go" <&3 3<&- &
+sandbox=$!
+exec 3<&- 5<"$p.in" 6>"$p.go"
+if ! read -r _ <&5; then "$rm" -f $pipes; exec 5<&- 6>&-; wait "$sandbox"; exit $?; fi
+exec 5<&-
+"$slirp" --configure --mtu=65520 --disable-host-loopback --disable-dns --enable-sandbox --enable-seccomp \
+  --ready-fd=7 --exit-fd=8 --userns-path="/proc/$sandbox/ns/user" "$sandbox" tap0 \
+  7>"$p.ready" 8<"$p.exit" </dev/null >/dev/null 2>&1 &
+exec 7<"$p.ready" 8>"$p.exit"
+"$rm" -f $pipes
+ready=
+read -r ready <&7
+exec 7<&-
+if [ "$ready" != 1 ]; then fail "slirp4netns did not start"; exec 6>&-; wait "$sandbox"; exit 125; fi
+echo go >&6
+exec 6>&-
+wait "$sandbox"`;
+
+export type NetworkTools = Record<Tool, string>;
+
+/** The tools' paths, or what is missing and how to install it. */
+export function findNetworkTools(): { tools: NetworkTools } | { missing: string } {
+  const found: Partial<NetworkTools> = {};
+  const missing: string[] = [];
+  for (const [tool, pkg] of Object.entries(TOOLS) as Array<[Tool, string]>) {
+    const file = findOnPath(tool, SYSTEM_PATH);
+    if (file) found[tool] = file;
+    else missing.push(`${tool} (Debian package ${pkg})`);
+  }
+  if (missing.length > 0) return { missing: `${missing.join(', ')} not found in ${SYSTEM_PATH}` };
+  return { tools: found as NetworkTools };
+}
+
+/** The host's IPv4 addresses now, each as an unreachable route, with the ranges always blocked. */
+export function hostRoutes(): string {
+  const addresses = Object.values(networkInterfaces())
+    .flat()
+    .filter((entry) => entry !== undefined && entry.family === 'IPv4' && !entry.internal)
+    .map((entry) => `${entry?.address}/32`);
+  const routes = [...new Set([...addresses, ...ALWAYS_BLOCKED])].map((prefix) => `route add unreachable ${prefix}`);
+  return ['link set lo up', ...routes].join('\n');
+}
+
+export interface NetworkSetup {
+  tools: NetworkTools;
+  /** A private host folder for the set-up's pipes (removed once opened). */
+  pipes: string;
+}
+
+/**
+ * bwrap's argv as it is spawned for each setting (CONTRACTS §12): unchanged for `on` (the host's
+ * network) and `off` (bwrap's empty namespace, loopback only); inside the set-up above for
+ * `isolated`. The host's addresses are read at each call: a spare made now blocks those of now.
+ */
+export function networkCommand(network: RunnerNetwork, bwrap: readonly string[], setup: NetworkSetup | null): string[] {
+  if (network !== 'isolated') return [...bwrap];
+  if (!setup) throw new Error('RUNNER_NETWORK=isolated but the isolated network was not set up at start');
+  const { tools } = setup;
+  const [bwrapPath = '', ...args] = bwrap;
+  const ids = ['--uid', String(process.getuid?.() ?? 0), '--gid', String(process.getgid?.() ?? 0)];
+  return [
+    '/bin/sh',
+    '-c',
+    SCRIPT,
+    'crewd-network',
+    tools.unshare,
+    tools.slirp4netns,
+    tools.ip,
+    tools.mkfifo,
+    tools.rm,
+    setup.pipes,
+    hostRoutes(),
+    bwrapPath,
+    ...ids,
+    ...args,
+  ];
+}
+
+/** Whether bwrap makes the sandbox's network namespace itself: for `off` (`isolated` has made its own before). */
+export const bwrapUnsharesNetwork = (network: RunnerNetwork): boolean => network === 'off';
