@@ -25,6 +25,8 @@ export interface SandboxOptions {
   logger: Logger;
   /** Where to look for bwrap; default this process's PATH. */
   searchPath?: string | undefined;
+  /** Where to look for the isolated network's tools; default the system's folders. */
+  networkToolPath?: string | undefined;
 }
 
 const execute = promisify(execFile);
@@ -53,7 +55,7 @@ async function chooseNetwork(
 ): Promise<{ network: RunnerNetwork; probe: NetworkProbeResult | null }> {
   const network = options.network ?? 'isolated';
   if (network !== 'isolated') return { network, probe: null };
-  const probe = await probeIsolatedNetwork(bwrapPath, path.join(options.dataDir, 'network'));
+  const probe = await probeIsolatedNetwork(bwrapPath, path.join(options.dataDir, 'network'), options.networkToolPath);
   if (probe.usable) return { network, probe };
   if (options.network === 'isolated' || options.mode === 'on') {
     const setting = options.network === 'isolated' ? 'RUNNER_NETWORK=isolated' : 'RUNNER_SANDBOX=on';

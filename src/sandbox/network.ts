@@ -59,15 +59,15 @@ wait "$sandbox"`;
 export type NetworkTools = Record<Tool, string>;
 
 /** The tools' paths, or what is missing and how to install it. */
-export function findNetworkTools(): { tools: NetworkTools } | { missing: string } {
+export function findNetworkTools(searchPath = SYSTEM_PATH): { tools: NetworkTools } | { missing: string } {
   const found: Partial<NetworkTools> = {};
   const missing: string[] = [];
   for (const [tool, pkg] of Object.entries(TOOLS) as Array<[Tool, string]>) {
-    const file = findOnPath(tool, SYSTEM_PATH);
+    const file = findOnPath(tool, searchPath);
     if (file) found[tool] = file;
     else missing.push(`${tool} (Debian package ${pkg})`);
   }
-  if (missing.length > 0) return { missing: `${missing.join(', ')} not found in ${SYSTEM_PATH}` };
+  if (missing.length > 0) return { missing: `${missing.join(', ')} not found in ${searchPath}` };
   return { tools: found as NetworkTools };
 }
 

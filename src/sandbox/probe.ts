@@ -70,8 +70,12 @@ export type NetworkProbeResult = { usable: true; setup: NetworkSetup } | { usabl
  * Whether RUNNER_NETWORK=isolated works here (its tools found, a sandbox started in it); `pipes`
  * is the private folder (made here) where its set-up's pipes will be.
  */
-export async function probeIsolatedNetwork(bwrapPath: string, pipes: string): Promise<NetworkProbeResult> {
-  const found = findNetworkTools();
+export async function probeIsolatedNetwork(
+  bwrapPath: string,
+  pipes: string,
+  toolPath?: string,
+): Promise<NetworkProbeResult> {
+  const found = findNetworkTools(toolPath);
   if ('missing' in found) return { usable: false, reason: found.missing };
   mkdirSync(pipes, { recursive: true });
   chmodSync(pipes, 0o700);
