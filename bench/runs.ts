@@ -6,7 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createBubblewrapSandbox } from '../src/sandbox/bubblewrap.js';
 import type { Sandbox } from '../src/sandbox/index.js';
-import { probeBubblewrap } from '../src/sandbox/probe.js';
+import { probeBubblewrap, probeIsolatedNetwork } from '../src/sandbox/probe.js';
 import { CREWS, deployCrew, followRun, now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, percentile, printFigure } from './lib/figures.js';
@@ -17,7 +17,8 @@ import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.j
  * `npm run bench -- runs`: the run path end to end on PostgreSQL, each figure against a baseline
  * measured in the same run. crewd runs as its own process (src/server.ts), so its memory can be
  * read alone; this process is the client, over real sockets. Runners run in the bubblewrap sandbox
- * (RUNNER_SANDBOX=on); a second crewd with plain runners measures what the sandbox costs.
+ * (RUNNER_SANDBOX=on) with a network of their own (RUNNER_NETWORK=isolated); crewds with plain
+ * runners measure what the sandbox costs, and one with the host's network (on) what isolation costs.
  */
 
 const KEY = 'bench-runs-admin-key-0123456789';
@@ -27,16 +28,21 @@ const BASELINE_FOLDER = mkdtempSync(path.join(tmpdir(), 'crewd-bench-baseline-')
 
 type Server = Proc;
 
-function startServer(
-  databaseUrl: string,
-  dataDir: string,
-  sandbox: 'on' | 'off',
-  spawner: 'helper' | 'direct' = 'helper',
-): Promise<Server> {
+/** How a crewd of the bench runs its runners. */
+interface Runners {
+  sandbox: 'on' | 'off';
+  spawner: 'helper' | 'direct';
+  network: 'isolated' | 'on';
+}
+
+const ISOLATED: Runners = { sandbox: 'on', spawner: 'helper', network: 'isolated' };
+
+function startServer(databaseUrl: string, dataDir: string, runners: Runners): Promise<Server> {
   return startCrewdProcess(databaseUrl, dataDir, KEY, {
     MAX_CONCURRENT_RUNS: '16',
-    RUNNER_SANDBOX: sandbox,
-    RUNNER_SPAWNER: spawner,
+    RUNNER_SANDBOX: runners.sandbox,
+    RUNNER_SPAWNER: runners.spawner,
+    ...(runners.sandbox === 'on' ? { RUNNER_NETWORK: runners.network } : {}),
   });
 }
 
@@ -103,52 +109,81 @@ async function sampleLatency(
   return now() - start;
 }
 
+/** The crewds compared: sandboxed and isolated, sandboxed on the host's network, plain (helper), plain (direct). */
+interface Crewds {
+  sandboxed: Deployed;
+  hostNetwork: Deployed;
+  plain: Deployed;
+  plainDirect: Deployed;
+}
+
 /**
- * Runs through the sandboxed crewd, a plain one (spawner helper), a plain one spawning from the
- * service itself, and direct spawns, in turn, so load changes hit all alike.
+ * Runs through each crewd and direct spawns, in turn, so load changes hit all alike.
  */
-async function latency(sandboxed: Deployed, plain: Deployed, plainDirect: Deployed, sandbox: Sandbox): Promise<void> {
+async function latency(
+  { sandboxed, hostNetwork, plain, plainDirect }: Crewds,
+  sandbox: Sandbox,
+  hostNetworkSandbox: Sandbox,
+): Promise<void> {
   const input = { question: 'bench' };
-  const targets = [sandboxed, plain, plainDirect, null];
+  const targets = [sandboxed, hostNetwork, plain, plainDirect, null];
   for (let i = 0; i < 10; i++) for (const through of targets) await sampleLatency(through, input);
   const samples = {
     api: [] as number[],
+    hostNetworkApi: [] as number[],
     plainApi: [] as number[],
     plainDirectApi: [] as number[],
     direct: [] as number[],
     directSandboxed: [] as number[],
+    directHostNetwork: [] as number[],
   };
   for (let i = 0; i < 100; i++) {
     samples.api.push(await sampleLatency(sandboxed, input));
+    samples.hostNetworkApi.push(await sampleLatency(hostNetwork, input));
     samples.plainApi.push(await sampleLatency(plain, input));
     samples.plainDirectApi.push(await sampleLatency(plainDirect, input));
     samples.direct.push(await sampleLatency(null, input));
     samples.directSandboxed.push(await sampleLatency(null, input, sandbox));
+    samples.directHostNetwork.push(await sampleLatency(null, input, hostNetworkSandbox));
   }
   const api = median(samples.api);
+  const hostNetworkApi = median(samples.hostNetworkApi);
   const plainApi = median(samples.plainApi);
   const plainDirectApi = median(samples.plainDirectApi);
   const direct = median(samples.direct);
   const directSandboxed = median(samples.directSandboxed);
+  const directHostNetwork = median(samples.directHostNetwork);
   printFigure('run latency, POST to complete, median', api, 'ms');
   printFigure('run latency baseline, direct spawn to exit, median', direct, 'ms');
   printFigure('run latency ratio (API ÷ direct spawn)', api / direct, 'x', { op: '<=', target: 1.3 });
   printFigure('run latency baseline, direct spawn of the same bwrap command, median', directSandboxed, 'ms');
   printFigure('run latency ratio (API ÷ direct spawn of the same bwrap command)', api / directSandboxed, 'x');
   printFigure("bwrap's own cost per run (direct spawn in bwrap ÷ without)", directSandboxed / direct, 'x');
+  printFigure(
+    "the isolated network's own cost per run (direct spawn in bwrap, isolated − on, medians)",
+    directSandboxed - directHostNetwork,
+    'ms',
+  );
+  printFigure(
+    "run latency with the host's network (RUNNER_NETWORK=on), POST to complete, median",
+    hostNetworkApi,
+    'ms',
+  );
+  printFigure('run latency ratio (isolated ÷ on)', api / hostNetworkApi, 'x', { op: '<=', target: 1.15 });
   printFigure('run latency without the sandbox, POST to complete, median', plainApi, 'ms');
   printFigure('run latency ratio (sandboxed ÷ plain runner)', api / plainApi, 'x');
   printFigure('run latency without the sandbox, spawned by crewd itself (RUNNER_SPAWNER=direct)', plainDirectApi, 'ms');
   printFigure('run latency ratio (spawner helper ÷ spawn from crewd, no sandbox)', plainApi / plainDirectApi, 'x');
 }
 
-/** A crewd whose runners are plain processes, on a database and DATA_DIR of its own, with the trivial crew. */
-async function withPlainServer(spawner: 'helper' | 'direct', task: (plain: Deployed) => Promise<void>): Promise<void> {
+/** A crewd whose runners run as `runners` says, on a database and DATA_DIR of its own, with the trivial crew. */
+async function withServer(runners: Runners, task: (deployed: Deployed) => Promise<void>): Promise<void> {
   const scratch = await createScratchDatabase();
-  const dataDir = path.join(tmpdir(), `crewd-bench-runs-plain-${spawner}-${process.pid}`);
+  const name = `${runners.sandbox}-${runners.spawner}-${runners.network}`;
+  const dataDir = path.join(tmpdir(), `crewd-bench-runs-${name}-${process.pid}`);
   let server: Server | null = null;
   try {
-    server = await startServer(scratch.url, dataDir, 'off', spawner);
+    server = await startServer(scratch.url, dataDir, runners);
     await task({ server, trivial: await deployCrew(target(server), 'trivial.mjs') });
   } finally {
     await server?.stop();
@@ -172,19 +207,15 @@ async function timePaths<Name extends string>(paths: Record<Name, () => Promise<
 }
 
 /**
- * 300 runs 8 at a time through the sandboxed crewd, a plain one (spawner helper) and a plain one
- * spawning from the service itself, against as many direct spawns, plain and in bwrap: the ratios
- * say what the sandbox, the service and the spawner helper each cost.
+ * 300 runs 8 at a time through each crewd, against as many direct spawns, plain and in the same
+ * bwrap command as crewd's: the ratios say what the sandbox, its network, the service and the
+ * spawner helper each cost.
  */
-async function throughput(
-  sandboxed: Deployed,
-  plain: Deployed,
-  plainDirect: Deployed,
-  sandbox: Sandbox,
-): Promise<void> {
+async function throughput({ sandboxed, hostNetwork, plain, plainDirect }: Crewds, sandbox: Sandbox): Promise<void> {
   const input = { question: 'bench' };
   const ms = await timePaths({
     api: () => runToComplete(sandboxed.server, sandboxed.trivial, input),
+    hostNetworkApi: () => runToComplete(hostNetwork.server, hostNetwork.trivial, input),
     plainApi: () => runToComplete(plain.server, plain.trivial, input),
     plainDirectApi: () => runToComplete(plainDirect.server, plainDirect.trivial, input),
     direct: () => spawnCrew('trivial.mjs', input),
@@ -193,18 +224,23 @@ async function throughput(
   const runsPerSecond = (total: number) => (300 / total) * 1000;
   printFigure('throughput, 300 runs 8 at a time through the API', runsPerSecond(ms.api), 'runs/s');
   printFigure('throughput baseline, 300 direct spawns 8 at a time', runsPerSecond(ms.direct), 'runs/s');
-  printFigure('throughput ratio (API ÷ direct spawn)', ms.direct / ms.api, 'x', { op: '>=', target: 0.8 });
+  printFigure('throughput ratio (API ÷ direct spawn)', ms.direct / ms.api, 'x');
   printFigure(
     'throughput baseline, 300 direct spawns of the same bwrap command',
     runsPerSecond(ms.directSandboxed),
     'runs/s',
   );
-  printFigure('throughput ratio (API ÷ direct spawn of the same bwrap command)', ms.directSandboxed / ms.api, 'x');
+  printFigure('throughput ratio (API ÷ direct spawn of the same bwrap command)', ms.directSandboxed / ms.api, 'x', {
+    op: '>=',
+    target: 0.8,
+  });
   printFigure(
     "throughput ratio of bwrap's own cost (direct spawn in bwrap ÷ without)",
     ms.direct / ms.directSandboxed,
     'x',
   );
+  printFigure("throughput with the host's network (RUNNER_NETWORK=on)", runsPerSecond(ms.hostNetworkApi), 'runs/s');
+  printFigure('throughput ratio (isolated ÷ on)', ms.hostNetworkApi / ms.api, 'x', { op: '>=', target: 0.9 });
   printFigure('throughput, no sandbox, spawner helper', runsPerSecond(ms.plainApi), 'runs/s');
   printFigure('throughput ratio without the sandbox (API ÷ direct spawn)', ms.direct / ms.plainApi, 'x');
   printFigure('throughput, no sandbox, spawned by crewd itself', runsPerSecond(ms.plainDirectApi), 'runs/s');
@@ -343,21 +379,34 @@ export async function run(): Promise<void> {
   const dataDir = path.join(tmpdir(), `crewd-bench-runs-${process.pid}`);
   let server: Server | null = null;
   try {
-    server = await startServer(scratch.url, dataDir, 'on');
+    server = await startServer(scratch.url, dataDir, ISOLATED);
     const sandboxed = server;
-    const probe = await probeBubblewrap(process.env.PATH ?? '', 'on');
+    const probe = await probeBubblewrap(process.env.PATH ?? '', 'isolated');
     if (!probe.usable) throw new Error(`the runs bench needs bubblewrap: ${probe.reason}`);
-    // As crewd wraps its runs (RUNNER_NETWORK's default, on), so the bwrap baselines spawn the same command line.
-    const sandbox = createBubblewrapSandbox({ bwrapPath: probe.bwrapPath, network: 'on', dataDir });
-    process.stdout.write('runners: bubblewrap sandbox (RUNNER_SANDBOX=on) unless a figure says otherwise\n');
+    const network = await probeIsolatedNetwork(probe.bwrapPath, path.join(dataDir, 'network'));
+    if (!network.usable) throw new Error(`the runs bench needs the isolated network: ${network.reason}`);
+    // As crewd wraps its runs, so the bwrap baselines spawn the same command line.
+    const sandbox = createBubblewrapSandbox({
+      bwrapPath: probe.bwrapPath,
+      network: 'isolated',
+      networkSetup: network.setup,
+      dataDir,
+    });
+    const hostNetworkSandbox = createBubblewrapSandbox({ bwrapPath: probe.bwrapPath, network: 'on', dataDir });
+    process.stdout.write(
+      'runners: bubblewrap sandbox (RUNNER_SANDBOX=on), network isolated (RUNNER_NETWORK=isolated) unless a figure says otherwise\n',
+    );
     const trivial = await deployCrew(target(server), 'trivial.mjs');
     const timed = await deployCrew(target(server), 'timed-events.mjs');
-    await withPlainServer('helper', (plain) =>
-      withPlainServer('direct', async (plainDirect) => {
-        await latency({ server: sandboxed, trivial }, plain, plainDirect, sandbox);
-        await throughput({ server: sandboxed, trivial }, plain, plainDirect, sandbox);
-        spawnBlocking();
-      }),
+    await withServer({ ...ISOLATED, network: 'on' }, (hostNetwork) =>
+      withServer({ ...ISOLATED, sandbox: 'off' }, (plain) =>
+        withServer({ ...ISOLATED, sandbox: 'off', spawner: 'direct' }, async (plainDirect) => {
+          const crewds = { sandboxed: { server: sandboxed, trivial }, hostNetwork, plain, plainDirect };
+          await latency(crewds, sandbox, hostNetworkSandbox);
+          await throughput(crewds, sandbox);
+          spawnBlocking();
+        }),
+      ),
     );
     await relay(server, timed);
     await fanOut(server, timed);
