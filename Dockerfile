@@ -22,10 +22,11 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && n
 
 # ---- runtime: compiled code, production packages, a non-root user ----
 FROM node:24-bookworm-slim AS runtime
-# python3, venv and pip build and run Python crews; bubblewrap is the runners' sandbox (RUNNER_SANDBOX);
-# tini reaps orphaned processes.
+# python3, venv and pip build and run Python crews; bubblewrap is the runners' sandbox (RUNNER_SANDBOX), slirp4netns
+# and iproute2 their isolated network (RUNNER_NETWORK); tini reaps orphaned processes.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap tini ca-certificates \
+  && apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap slirp4netns iproute2 tini \
+    ca-certificates \
   && rm -rf /var/lib/apt/lists/*
 # uv installs Python builds' dependencies (docs/deploying.md): from the package index into a folder of its own, on
 # PATH, so that no build has to install it first.
