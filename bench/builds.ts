@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,17 +10,25 @@ import { median, printFigure } from './lib/figures.js';
 import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.js';
 
 /*
- * `npm run bench -- builds`: two crewd instances on one PostgreSQL database, as real processes.
+ * `npm run bench -- builds`: crewd instances on one PostgreSQL database, as real processes, sharing one
+ * BUILD_CACHE_DIR (so the uv that the first build installs into its build tools serves them all).
  * (a) A small Python project with one real PyPI dependency: upload → `ready`, against a bare
  * `python3 -m venv` + `pip install` of the same project measured in the same run (rounds
  * alternate, each with a requirements file of its own so neither side reuses an environment).
  * (b) The identical bundle uploaded again as a new version: upload → `ready` (the environment
  * cache). (c) A run of a version on the instance that has not built it yet: POST → complete.
+ * (d) examples/crewai-research from an empty cache (no environment, no download cache): upload →
+ * `ready` with uv ÷ with pip (a third instance with BUILD_PYTHON_INSTALLER=pip), rounds alternating;
+ * and what the build's import check (importing the crew) takes, alone and as a share of a build whose
+ * environment comes from the cache.
  */
 
 const execute = promisify(execFile);
 const KEY = 'bench-builds-admin-key-0123456789';
 const ROUNDS = Number(process.env.BUILDS_ROUNDS ?? 3);
+/** Each round of (d) installs crewai twice: fewer of them. */
+const CREWAI_ROUNDS = Math.min(ROUNDS, 2);
+const CREWAI_RESEARCH = path.resolve(import.meta.dirname, '../examples/crewai-research');
 // biome-ignore lint/suspicious/noExplicitAny: replies of a few known shapes, read field by field
 type Json = any;
 
@@ -31,13 +39,18 @@ request = json.loads(sys.stdin.read())
 print(json.dumps({"type": "run.completed", "data": {"output": {"six": six.__version__, "input": request["input"]}}}))
 `;
 
-function startCrewd(databaseUrl: string, dataDir: string): Promise<Proc> {
+/**
+ * The service as a shell here starts it: its user's HOME (where pip finds the user's settings) and the
+ * machine's PIP_* settings, which builds hand to pip; runners get neither.
+ */
+function startCrewd(databaseUrl: string, dataDir: string, settings: Record<string, string>): Promise<Proc> {
   const pipSettings = Object.entries(process.env).filter(
     (entry): entry is [string, string] => entry[0].startsWith('PIP_') && entry[1] !== undefined,
   );
   return startCrewdProcess(databaseUrl, dataDir, KEY, {
     HOME: process.env.HOME ?? '',
     ...Object.fromEntries(pipSettings),
+    ...settings,
   });
 }
 
@@ -81,6 +94,68 @@ async function uploadUntilReady(server: Proc, deploymentId: string, bundle: Buff
   }
 }
 
+async function buildLog(server: Proc, deploymentId: string, versionId: string): Promise<string[]> {
+  const url = `${server.base}/v1/deployments/${deploymentId}/versions/${versionId}/build/events`;
+  const response = await fetch(url, { headers: { authorization: `Bearer ${KEY}`, 'last-event-id': '0' } });
+  const lines: string[] = [];
+  for (const line of (await response.text()).split('\n')) {
+    if (!line.startsWith('data: ')) continue;
+    const event = JSON.parse(line.slice('data: '.length)) as Json;
+    if (event.type === 'build.log') lines.push(event.data.message);
+  }
+  return lines;
+}
+
+/** Seconds the build's import check took, from its log line. */
+async function checkSeconds(server: Proc, deploymentId: string, versionId: string): Promise<number> {
+  const lines = await buildLog(server, deploymentId, versionId);
+  const line = lines.map((text) => /^entrypoint checked in ([\d.]+) s$/.exec(text)).find((match) => match);
+  if (!line) throw new Error(`no import check in the build log of ${versionId}`);
+  return Number(line[1]);
+}
+
+/** Everything in the shared cache but crewd's build tools: environments and download caches. */
+function emptyCache(cacheDir: string): void {
+  for (const name of readdirSync(cacheDir)) {
+    if (name !== 'build-tools') rmSync(path.join(cacheDir, name), { recursive: true, force: true });
+  }
+}
+
+/** (d): examples/crewai-research from an empty cache, with uv (`uv`) and with pip (`pip`). */
+async function crewaiFromEmptyCache(uv: Proc, pip: Proc, cacheDir: string, deploymentId: string): Promise<void> {
+  const bundle = await packProject(CREWAI_RESEARCH);
+  const times: Record<'uv' | 'pip', number[]> = { uv: [], pip: [] };
+  const checks: number[] = [];
+  let built: { server: Proc; versionId: string } | null = null;
+  for (let round = 0; round < CREWAI_ROUNDS; round++) {
+    const order = round % 2 === 0 ? (['uv', 'pip'] as const) : (['pip', 'uv'] as const);
+    for (const side of order) {
+      emptyCache(cacheDir);
+      const server = side === 'uv' ? uv : pip;
+      const result = await uploadUntilReady(server, deploymentId, bundle);
+      times[side].push(result.ms);
+      checks.push(await checkSeconds(server, deploymentId, result.version.id));
+      built = { server, versionId: result.version.id };
+    }
+  }
+  printFigure('builds_crewai_empty_cache_uv_s', median(times.uv) / 1000, 's');
+  printFigure('builds_crewai_empty_cache_pip_s', median(times.pip) / 1000, 's');
+  printFigure('builds_crewai_empty_cache_uv_vs_pip', median(times.uv) / median(times.pip), 'x', {
+    op: '<=',
+    target: 0.5,
+  });
+  if (!built) throw new Error('no rounds');
+  // The same bundle again: the environment comes from the cache, the import check runs as in every build.
+  const cached: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const result = await uploadUntilReady(built.server, deploymentId, bundle);
+    cached.push(result.ms);
+    checks.push(await checkSeconds(built.server, deploymentId, result.version.id));
+  }
+  printFigure('builds_import_check_crewai_s', median(checks), 's');
+  printFigure('builds_import_check_share_of_cached_build', (median(checks) * 1000) / median(cached), 'x');
+}
+
 /** The baseline: what a person would do by hand for the same project. */
 async function bareVenvAndPip(dir: string): Promise<number> {
   const venv = path.join(dir, 'baseline-venv');
@@ -94,19 +169,26 @@ async function bareVenvAndPip(dir: string): Promise<number> {
 
 export async function run(): Promise<void> {
   const database = await createScratchDatabase();
-  const dirs = [mkdtempSync(path.join(tmpdir(), 'crewd-bench-a-')), mkdtempSync(path.join(tmpdir(), 'crewd-bench-b-'))];
+  const dirs = ['a', 'b', 'pip', 'cache'].map((name) => mkdtempSync(path.join(tmpdir(), `crewd-bench-${name}-`)));
+  const cacheDir = dirs[3] as string;
   const projects: string[] = [];
   let a: Proc | null = null;
   let b: Proc | null = null;
+  let withPip: Proc | null = null;
   try {
-    a = await startCrewd(database.url, dirs[0] as string);
-    b = await startCrewd(database.url, dirs[1] as string);
+    a = await startCrewd(database.url, dirs[0] as string, { BUILD_CACHE_DIR: cacheDir });
+    b = await startCrewd(database.url, dirs[1] as string, { BUILD_CACHE_DIR: cacheDir });
+    withPip = await startCrewd(database.url, dirs[2] as string, {
+      BUILD_CACHE_DIR: cacheDir,
+      BUILD_PYTHON_INSTALLER: 'pip',
+    });
     const deployment = await api(a, 'POST', '/v1/deployments', { name: 'bench-builds' });
 
-    // Warm pip's download cache once, so that both sides find the wheel in it.
+    // Warm pip's download cache once, so that both sides find the wheel in it; and crewd's build tools (uv).
     const warm = project('warm-up');
     projects.push(warm);
     await bareVenvAndPip(warm);
+    await uploadUntilReady(a, deployment.id, await packProject(warm));
 
     const crewd: number[] = [];
     const baseline: number[] = [];
@@ -147,9 +229,12 @@ export async function run(): Promise<void> {
       await sleep(10);
     }
     printFigure('builds_first_run_on_unbuilt_instance_ms', performance.now() - started, 'ms');
+
+    await crewaiFromEmptyCache(a, withPip, cacheDir, deployment.id);
   } finally {
     await a?.stop();
     await b?.stop();
+    await withPip?.stop();
     await database.drop();
     for (const dir of [...dirs, ...projects]) rmSync(dir, { recursive: true, force: true });
   }

@@ -58,7 +58,8 @@ async function pythonCommands(installs: string[], venv: string, place: CachePlac
     tools.log(`using uv (${uv.program})`, 'stdout');
     const commands = [
       [uv.program, 'venv', '--python', python3, venv],
-      [uv.program, 'pip', 'install', '--python', python, ...installs],
+      // Compiled as pip compiles what it installs: runs see the environment read-only and could not cache it.
+      [uv.program, 'pip', 'install', '--compile-bytecode', '--python', python, ...installs],
     ];
     return { commands, readOnly: uv.toolsDir ? [uv.toolsDir] : [] };
   }
