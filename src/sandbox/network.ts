@@ -26,7 +26,7 @@ const ALWAYS_BLOCKED = ['169.254.0.0/16'];
  * loopback up and makes every address of the host unreachable by a route, which the run cannot
  * remove (bwrap's user namespace inside has no capability over this network), and bwrap starts,
  * mapping crewd's user back to its own id (in the namespace made here, it is root).
- * The stack ends with the sandbox: its --exit-fd is held by this shell, which waits for it.
+ * The stack ends with the sandbox: its --exit-fd is held by this shell, which waits for both.
  * Arguments: the tools' paths, a private host folder for the pipes, the `ip -batch` lines, then
  * bwrap's argv. Every program is named by its path: the runner's environment (PATH) comes along.
  */
@@ -46,6 +46,7 @@ exec 5<&-
 "$slirp" --configure --mtu=65520 --disable-host-loopback --disable-dns --enable-sandbox --enable-seccomp \
   --ready-fd=7 --exit-fd=8 --userns-path="/proc/$sandbox/ns/user" "$sandbox" tap0 \
   7>"$p.ready" 8<"$p.exit" </dev/null >/dev/null 2>&1 &
+stack=$!
 exec 7<"$p.ready" 8>"$p.exit"
 "$rm" -f $pipes
 ready=
@@ -54,7 +55,11 @@ exec 7<&-
 if [ "$ready" != 1 ]; then fail "slirp4netns did not start"; exec 6>&-; wait "$sandbox"; exit 125; fi
 echo go >&6
 exec 6>&-
-wait "$sandbox"`;
+wait "$sandbox"
+code=$?
+exec 8>&-
+wait "$stack"
+exit $code`;
 
 export type NetworkTools = Record<Tool, string>;
 
