@@ -100,7 +100,12 @@ function hiddenFolders(options: BubblewrapOptions): string[] {
  * Fails as a plain spawn would when the program is nowhere the sandbox shows: inside, bwrap could
  * only report it as its own exit code 1. Its folder, and any file or folder the command names, must be in view.
  */
-function assertInView(plan: ProcessPlan, cwd: string, shown: (file: string) => boolean): void {
+function assertInView(
+  plan: ProcessPlan,
+  cwd: string,
+  shown: (file: string) => boolean,
+  around: (folder: string) => boolean,
+): void {
   const [program = '', ...args] = plan.command;
   const found = program.includes('/')
     ? isExecutableFile(path.resolve(cwd, program)) && path.resolve(cwd, program)
@@ -115,8 +120,14 @@ function assertInView(plan: ProcessPlan, cwd: string, shown: (file: string) => b
     throw Object.assign(new Error(`spawn ${program} ENOENT${detail}`), { code: 'ENOENT' });
   }
   // A file is in view where its folder is (a link to a shown file from elsewhere is not), and so is what it leads to.
-  const files = [found, ...args.filter((arg) => path.isAbsolute(arg) && existsSync(arg))];
-  const outside = [cwd, ...files, ...files.map(path.dirname)].find((file) => file !== '/' && !shown(realFolder(file)));
+  const named = args.filter((arg) => path.isAbsolute(arg) && existsSync(arg));
+  // A file is in view where its folder is (a link to a shown file from elsewhere is not), and where it leads.
+  const files = [found, ...named.filter((file) => !statSync(file).isDirectory())];
+  const checked = [...files, ...files.map(path.dirname), ...named];
+  // A working folder above shown ones is there too (bwrap makes it, holding only the way to them).
+  const outside =
+    checked.find((file) => !shown(realFolder(file))) ??
+    (shown(realFolder(cwd)) || around(realFolder(cwd)) ? undefined : cwd);
   if (outside !== undefined) {
     throw Object.assign(
       new Error(`${outside} is not in the sandbox's view: list its folder in RUNNER_EXTRA_PATHS to show it to runners`),
@@ -165,7 +176,12 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
     }
     const writable = confinement.writable.map(realFolder);
     const visible = [...view.shown, ...runtimes, ...readOnly, ...writable];
-    assertInView(plan, cwd, (file) => visible.some((folder) => within(file, folder)));
+    assertInView(
+      plan,
+      cwd,
+      (file) => visible.some((folder) => within(file, folder)),
+      (folder) => visible.some((shown) => within(shown, folder)),
+    );
     return args;
   }
 

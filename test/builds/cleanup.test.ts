@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installationCache } from '../../src/builds/environment-cache.js';
 import { createRunContext, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
 import { createDeployment, probeBundle, project, tempDataDir, upload, waitForBuild } from './helpers.js';
 
@@ -10,7 +11,8 @@ let cacheDir: string;
 
 beforeAll(async () => {
   dataDir = tempDataDir();
-  cacheDir = path.join(dataDir, 'environments', 'org_default');
+  // This installation's folder of the cache (its id, made here first, is the one the service reads).
+  cacheDir = path.join(installationCache(path.join(dataDir, 'environments'), dataDir), 'org_default');
   ctx = await createRunContext({ DATA_DIR: dataDir });
 });
 afterAll(async () => ctx?.close());

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installationCache } from '../../src/builds/environment-cache.js';
 import { findBwrap } from '../../src/sandbox/probe.js';
 import { createRunContext, type RunContext } from '../runs/helpers.js';
 import { createDeployment, probeBundle, project, tempDataDir, upload, waitForBuild } from './helpers.js';
@@ -60,6 +61,7 @@ describe.runIf(findBwrap(process.env.PATH ?? '') !== null)('build steps in the s
     // What it wrote into DATA_DIR went to an empty folder of its own, gone with it.
     expect(existsSync(path.join(dataDir, 'written.txt'))).toBe(false);
     expect(probe.connect).toEqual({ ok: true, value: true });
-    expect(probe.pip_cache).toBe(path.join(dataDir, 'environments', 'org_default', 'tool-cache', 'pip'));
+    const cache = installationCache(path.join(dataDir, 'environments'), dataDir);
+    expect(probe.pip_cache).toBe(path.join(cache, 'org_default', 'tool-cache', 'pip'));
   });
 });

@@ -51,7 +51,8 @@ describe('walls and limits of a run in the sandbox (RUNNER_SANDBOX=on)', () => {
       list: ['/root', '/home', '/var', otherDataDir],
     });
     expect(run.status, String(run.error_message)).toBe('succeeded');
-    const { reads, lists } = run.output as Record<string, Record<string, { ok: boolean; value?: unknown }>>;
+    type Attempts = Record<string, { ok: boolean; value?: unknown }>;
+    const { reads, lists } = run.output as { reads: Attempts; lists: Attempts };
     expect(reads['/etc/shadow']).toEqual({ ok: true, value: '' });
     for (const file of [path.join(otherDataDir, 'secret.txt'), path.join(server.dataDir, 'installation-id')]) {
       expect(reads[file]?.ok, file).toBe(false);
