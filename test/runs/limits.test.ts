@@ -33,19 +33,18 @@ describe('output and event limits', () => {
     });
   });
 
-  it('keeps 10,000 events of a run and says once that the rest were dropped', async () => {
+  it('keeps 10,000 events of a run and fails it at the next one, naming RUN_MAX_EVENTS', async () => {
     const { run_id } = await startRun(ctx, deploymentId, { mode: 'many_events', count: 10_050 });
     const run = await waitForRun(ctx, run_id, undefined, 60_000);
-    expect(run).toMatchObject({ status: 'succeeded', output: { written: 10_050 } });
+    expect(run).toMatchObject({
+      status: 'failed',
+      error_message: 'the run wrote more than RUN_MAX_EVENTS=10000 events',
+    });
     const events = await storedEvents(run_id);
-    expect(events).toHaveLength(1 + 10_000 + 1 + 1);
+    expect(events).toHaveLength(1 + 10_000 + 1);
     expect(events.map((event) => event.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
     expect(events[10_000]?.data).toMatchObject({ message: 'event 10000' });
-    expect(events[10_001]).toMatchObject({
-      type: 'log',
-      data: { message: 'Event limit of 10000 events per run reached; further events are dropped', limit: 10_000 },
-    });
-    expect(events.at(-1)?.type).toBe('run.completed');
+    expect(events.at(-1)?.type).toBe('run.failed');
   }, 90_000);
 
   it('fails a run whose result is over 1 MiB', async () => {
