@@ -11,6 +11,7 @@ import type { DatabaseHandle } from './db/connect.js';
 import { createPgListener } from './db/pg-listener.js';
 import { isDatabaseUnavailable } from './db/sqlstate.js';
 import { createDeploymentService } from './deployments/service.js';
+import { createStoredSecrets } from './deployments/stored-secrets.js';
 import { createVariableService } from './deployments/variables.js';
 import { createLocalEventBus } from './events/bus.js';
 import { composeFeeds } from './events/composite-feed.js';
@@ -111,11 +112,12 @@ export async function composeServices({ config, database, logger, ...options }: 
   };
   const listener = database.pool ? createPgListener({ connection: database.pool.options, logger }) : null;
   const caches = createInstanceCaches({ db, backend: database.backend, listener });
+  const secrets = createStoredSecrets(config.secretsKey);
   const access = createAccessService(db, caches, {
     organizationsRefused: organizationsRefused(sandbox.kind, config.runnerSandbox),
     organizationCreated: () => executor.organizationCreated(),
   });
-  const deployments = createDeploymentService(db);
+  const deployments = createDeploymentService(db, secrets);
   const tables = createTableService(db);
   const rows = createRowService(db, {
     backend: database.backend,
@@ -132,12 +134,14 @@ export async function composeServices({ config, database, logger, ...options }: 
     retrySchedule: config.webhookRetrySchedule,
     allowPrivateUrls: config.webhookAllowPrivateUrls,
     onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
+    openSecret: secrets.openWebhookSecret,
     ...options.webhookWorker,
   });
   const webhooks = createWebhookService(db, {
     caches,
     allowPrivateUrls: config.webhookAllowPrivateUrls,
     outbox: deliveryWorker.outbox,
+    secrets,
   });
 
   // The run's path: this instance, its running runs, the event feeds, the end, the executor.
@@ -200,6 +204,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,
     maxRunsPerOrganization: config.maxRunsPerOrganization,
+    openEnv: secrets.openEnv,
     dataDir: config.dataDir,
     runnerPath: config.runnerPath,
     killGraceMs: timings.killGraceMs,
@@ -218,6 +223,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     endRecorder,
     threadGate: takeThreadForRun,
     cache: caches.runs,
+    secrets,
   });
   const threads = createThreadService({ db, runs, endRecorder, caches });
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
@@ -261,6 +267,17 @@ export async function composeServices({ config, database, logger, ...options }: 
         if (!isDatabaseUnavailable(error)) throw error;
         logger.warn('the database cannot be reached: SECRETS_KEY was not checked against the stored variables');
       });
+      // Values stored before SECRETS_KEY was set are sealed now.
+      await secrets.sealStored(db).then(
+        (sealed) => {
+          if (sealed.variables + sealed.versions + sealed.webhooks > 0)
+            logger.info({ sealed }, 'stored secrets sealed with SECRETS_KEY');
+        },
+        (error: unknown) => {
+          if (!isDatabaseUnavailable(error)) throw error;
+          logger.warn('the database cannot be reached: secrets stored in plain text are sealed at the next start');
+        },
+      );
       await listener?.start();
       remote?.start();
       await executor.start();

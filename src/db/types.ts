@@ -53,6 +53,8 @@ export interface DeploymentVersionsTable {
   command: Json<string[]>;
   cwd: string | null;
   env: Json<Record<string, string>>;
+  /** `env`'s values are sealed with SECRETS_KEY. */
+  env_encrypted: ColumnType<boolean, boolean | undefined, boolean>;
   timeout_seconds: number | null;
   created_at: CreatedAt;
   source: ColumnType<VersionSource, VersionSource | undefined, VersionSource>;

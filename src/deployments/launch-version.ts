@@ -20,6 +20,7 @@ export function launchVersionColumns<A extends string>(alias: A) {
     `${alias}.command`,
     `${alias}.cwd`,
     `${alias}.env`,
+    `${alias}.env_encrypted`,
     `${alias}.timeout_seconds`,
     `${alias}.source`,
     `${alias}.status`,

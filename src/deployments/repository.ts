@@ -81,6 +81,8 @@ export function insertVersion(
     command: string[];
     cwd: string | null;
     env: Record<string, string>;
+    /** `env`'s values are sealed (stored-secrets.ts). */
+    env_encrypted?: boolean;
     timeout_seconds: number | null;
     bundle?: {
       runtime: 'python' | 'node' | null;

@@ -5,6 +5,7 @@ import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import * as repo from './repository.js';
 import type { CreateVersionInput } from './schemas.js';
+import type { StoredSecrets } from './stored-secrets.js';
 
 const deploymentNotFound = () => notFound('Deployment not found');
 
@@ -63,7 +64,8 @@ export function toVersion(row: VersionFields) {
   };
 }
 
-export function createDeploymentService(db: Kysely<Database>) {
+/** `secrets` seals a command version's env with SECRETS_KEY as it is stored. */
+export function createDeploymentService(db: Kysely<Database>, secrets?: Pick<StoredSecrets, 'storedEnv'>) {
   async function get(orgId: string, id: string) {
     const row = await repo.findDeployment(db, orgId, id);
     if (!row) throw deploymentNotFound();
@@ -87,13 +89,14 @@ export function createDeploymentService(db: Kysely<Database>) {
       const row = await db.transaction().execute(async (trx) => {
         const number = await repo.nextVersionNumber(trx, orgId, deploymentId);
         if (number === undefined) throw deploymentNotFound();
+        const id = newId('ver');
         const version = await repo.insertVersion(trx, {
-          id: newId('ver'),
+          id,
           deployment_id: deploymentId,
           number,
           command: input.command,
           cwd: input.cwd ?? null,
-          env: input.env,
+          ...(secrets ? secrets.storedEnv(id, input.env) : { env: input.env }),
           timeout_seconds: input.timeout_seconds ?? null,
         });
         if (input.environment) await repo.setRunningVersion(trx, deploymentId, input.environment, version.id);

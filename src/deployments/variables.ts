@@ -13,7 +13,9 @@ export interface StoredVariable {
   encrypted: boolean;
 }
 
-const contextOf = (deploymentId: string, name: string) => `${deploymentId}/${name}`;
+/** What a variable's sealed value is bound to: its deployment and name. */
+export const variableContext = (deploymentId: string, name: string) => `${deploymentId}/${name}`;
+const contextOf = variableContext;
 
 /**
  * Deployment variables (CONTRACTS §8): the crew's secrets, handed to its runners. Values are

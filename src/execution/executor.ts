@@ -32,6 +32,10 @@ export interface ExecutorOptions {
   maxConcurrentRuns: number;
   /** MAX_RUNS_PER_ORGANIZATION (0: a share computed from maxConcurrentRuns). */
   maxRunsPerOrganization?: number | undefined;
+  /** Opens a version's env sealed with SECRETS_KEY. */
+  openEnv?:
+    | ((version: { id: string; env: Record<string, string>; env_encrypted?: boolean }) => Record<string, string>)
+    | undefined;
   dataDir: string;
   runnerPath: string | undefined;
   killGraceMs: number;

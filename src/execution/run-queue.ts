@@ -25,6 +25,10 @@ export function createRunQueue(options: {
   maxConcurrentRuns: number;
   /** MAX_RUNS_PER_ORGANIZATION: 0 for a share computed from maxConcurrentRuns. */
   maxRunsPerOrganization?: number | undefined;
+  /** Opens a version's env sealed with SECRETS_KEY. */
+  openEnv?:
+    | ((version: { id: string; env: Record<string, string>; env_encrypted?: boolean }) => Record<string, string>)
+    | undefined;
   activeRuns: ActiveRuns;
   loadThreadState: ThreadStateLoader;
   wakeUps?: WakeUps | undefined;
@@ -117,7 +121,7 @@ export function createRunQueue(options: {
       return {
         run: { id, org_id, deployment_id, version_id, thread_id },
         input: row.input,
-        version,
+        version: options.openEnv ? { ...version, env: options.openEnv(version) } : version,
         thread: thread_id ? { thread_id, ...(await options.loadThreadState(thread_id)) } : null,
         command: row.command,
       };

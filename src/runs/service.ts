@@ -4,6 +4,7 @@ import type { MemoCache } from '../cache/memo-cache.js';
 import { isDeadlock } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { DeploymentService } from '../deployments/service.js';
+import type { StoredSecrets } from '../deployments/stored-secrets.js';
 import { badRequest } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import * as idempotency from '../idempotency/store.js';
@@ -53,16 +54,26 @@ export interface RunServiceDeps {
   threadGate: ThreadGate;
   /** Finished runs' JSON answers, by `<org id>/<run id>`. */
   cache: MemoCache<string>;
+  /** Opens a version's env sealed with SECRETS_KEY. */
+  secrets?: Pick<StoredSecrets, 'openEnv'> | undefined;
 }
 
-export function createRunService({ db, deployments, executor, endRecorder, threadGate, cache }: RunServiceDeps) {
+export function createRunService({
+  db,
+  deployments,
+  executor,
+  endRecorder,
+  threadGate,
+  cache,
+  secrets,
+}: RunServiceDeps) {
   async function get(orgId: string, id: string) {
     const row = await repo.findRun(db, orgId, id);
     if (!row) throw runNotFound();
     return row;
   }
 
-  type Version = LaunchSpec['version'] & { id: string; number: number };
+  type Version = LaunchSpec['version'] & { id: string; number: number; env_encrypted?: boolean };
 
   /**
    * Hands a created run to the executor: starts it in its reserved slot, or queues it. A run that
@@ -94,7 +105,7 @@ export function createRunService({ db, deployments, executor, endRecorder, threa
       version: {
         command: version.command,
         cwd: version.cwd,
-        env: version.env,
+        env: secrets ? secrets.openEnv(version) : version.env,
         timeout_seconds: version.timeout_seconds,
         source: version.source,
         status: version.status,

@@ -2,6 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Database } from '../db/types.js';
 import { deploymentExists } from '../deployments/repository.js';
+import type { StoredSecrets } from '../deployments/stored-secrets.js';
 import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
@@ -75,6 +76,8 @@ export interface WebhookServiceOptions {
   caches: Pick<InstanceCaches, 'changing' | 'webhookDeployments'>;
   allowPrivateUrls: boolean;
   outbox?: DeliveryOutbox;
+  /** Seals signing secrets with SECRETS_KEY as they are stored. */
+  secrets?: Pick<StoredSecrets, 'storedWebhookSecret'>;
 }
 
 /** Ids made ahead for a run's deliveries; more matching webhooks than this get ids made in SQL. */
@@ -99,9 +102,11 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
       checkTarget(input.url);
       if (!(await deploymentExists(db, orgId, input.deployment_id))) throw notFound('Deployment not found');
       const secret = generateSigningSecret();
+      const id = newId('wh');
+      const stored = options.secrets ? options.secrets.storedWebhookSecret(id, secret) : secret;
       const row = await caches.changing('webhooks', (trx) =>
         repo.insertWebhook(trx, {
-          id: newId('wh'),
+          id,
           org_id: orgId,
           deployment_id: input.deployment_id,
           name: input.name,
@@ -109,7 +114,7 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
           events: normaliseEvents(input.events),
           environment: input.environment,
           enabled: input.enabled,
-          secret,
+          secret: stored,
         }),
       );
       return { ...toWebhook(row), secret };
@@ -151,7 +156,8 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
     /** A new secret signs every attempt from now on, retries of older deliveries included. */
     async regenerateSecret(orgId: string, id: string) {
       const secret = generateSigningSecret();
-      if (!(await repo.updateWebhook(db, orgId, id, { secret }))) throw webhookNotFound();
+      const stored = options.secrets ? options.secrets.storedWebhookSecret(id, secret) : secret;
+      if (!(await repo.updateWebhook(db, orgId, id, { secret: stored }))) throw webhookNotFound();
       return { secret };
     },
 

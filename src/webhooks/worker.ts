@@ -21,6 +21,8 @@ export interface DeliveryWorkerOptions {
   concurrency?: number;
   /** Told the outcome of every attempt (for metrics): `pending` means a retry is scheduled. */
   onAttempt?: (outcome: 'succeeded' | 'failed' | 'pending') => void;
+  /** Opens a signing secret sealed with SECRETS_KEY. */
+  openSecret?: (webhookId: string, stored: string) => string;
 }
 
 /** A claim that found nothing while something is due (locked by another claimer) waits this long. */
@@ -91,7 +93,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
       result = await active.send({
         url: delivery.url,
         headers: deliveryHeaders({
-          secret: delivery.secret,
+          secret: options.openSecret ? options.openSecret(delivery.webhook_id, delivery.secret) : delivery.secret,
           event: delivery.event,
           deliveryId: delivery.id,
           body: delivery.payload,
