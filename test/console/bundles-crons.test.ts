@@ -1,28 +1,17 @@
 /** Console pages of bundles with their build log and variables (CONTRACTS §8), interrupts (§9) and crons (§11). */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunContext } from '../runs/helpers.js';
 import { until, waitForRun } from '../runs/helpers.js';
 import { expectAccessible, launchBrowser, noBrowser, signIn } from './browser.js';
+import { INTERRUPTING_CREW, inline } from './crews.js';
 import { ADMIN_KEY, crew, deploy, startService } from './service.js';
 
-// Not under /tmp: a sandboxed runner gets a /tmp of its own, where the crew file would not be.
-const folder = mkdtempSync(path.join('/var/tmp', 'crewd-console-'));
-
-/** A crew that stops at an interrupt, and on resume answers with the value it was given. */
-const INTERRUPTING_CREW = `
-let text = '';
-process.stdin.on('data', (chunk) => { text += chunk; });
-process.stdin.on('end', () => {
-  const { command } = JSON.parse(text);
-  const out = (type, data) => process.stdout.write(JSON.stringify({ type, data }) + '\\n');
-  if (!command) out('run.interrupted', { interrupts: [{ id: 'approve', value: { question: 'Send the report?' } }] });
-  else out('run.completed', { output: { answer: command.resume } });
-});
-`;
+const folder = mkdtempSync(path.join(tmpdir(), 'crewd-console-'));
 
 describe.skipIf(noBrowser)('console: bundles, variables, interrupts, crons', { timeout: 90_000 }, () => {
   let service: RunContext;
@@ -58,9 +47,11 @@ describe.skipIf(noBrowser)('console: bundles, variables, interrupts, crons', { t
     await form.getByLabel('Bundle (.tar.gz of the project folder)').setInputFiles(archive);
     await form.getByLabel('Run in environment once built').selectOption('staging');
     await form.getByRole('button', { name: 'Upload bundle' }).click();
-    const log = page.getByRole('list', { name: /^Build log of ver_.* events$/ });
-    await log.getByText('complete', { exact: true }).waitFor({ timeout: 60_000 });
-    expect(await log.locator('li').count()).toBeGreaterThan(1);
+    await page
+      .getByRole('region', { name: /^Build log of v\d+$/ })
+      .getByText('Build ready.')
+      .waitFor({ timeout: 60_000 });
+    await expect(page.getByRole('log', { name: /^Build log of v\d+: output$/ }).count()).resolves.toBe(1);
     await page.getByRole('table', { name: 'Versions' }).locator('.status-ready').first().waitFor();
     await expectAccessible(page, 'deployment with a bundle');
   });
@@ -80,9 +71,7 @@ describe.skipIf(noBrowser)('console: bundles, variables, interrupts, crons', { t
   });
 
   it('shows an interrupted thread’s interrupt and resumes it', async () => {
-    const file = path.join(folder, 'interrupting.mjs');
-    writeFileSync(file, INTERRUPTING_CREW);
-    const { deploymentId } = await deploy(service, [process.execPath, file]);
+    const { deploymentId } = await deploy(service, inline(INTERRUPTING_CREW));
     const thread = (await service.call('POST', '/v1/threads', { body: { deployment_id: deploymentId } })).json();
     const first = await service.call('POST', `/v1/threads/${thread.thread_id}/runs`, { body: { input: {} } });
     await waitForRun(service, first.json().run_id);
@@ -91,12 +80,12 @@ describe.skipIf(noBrowser)('console: bundles, variables, interrupts, crons', { t
     const region = page.getByRole('region', { name: 'Interrupts' });
     await region.getByText('Send the report?').waitFor();
     const form = page.getByRole('form', { name: 'Resume the thread' });
-    await form.getByLabel('Resume value (JSON or text)').fill('"yes"');
+    await form.getByLabel('Answer (JSON or text)').fill('"yes"');
     await form.getByRole('button', { name: 'Resume thread' }).click();
     await page.waitForURL(/#\/runs\/run_/);
     await page.getByText('Stream ended.').waitFor({ timeout: 20_000 });
     const runId = decodeURIComponent(page.url().split('/').pop()!);
-    expect((await waitForRun(service, runId)).output).toEqual({ answer: 'yes' });
+    expect((await waitForRun(service, runId)).output).toEqual({ answer: 'yes', input: {} });
     await page.goto(`${service.baseUrl}/console/#/threads/${thread.thread_id}`);
     await page.locator('.status-idle').first().waitFor();
     await expect(page.getByRole('region', { name: 'Interrupts' }).count()).resolves.toBe(0);

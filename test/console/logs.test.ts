@@ -47,10 +47,12 @@ function longBuildBundle(folder: string): string {
   return archive;
 }
 
-// innerText, not textContent: it has the line breaks as the page shows them, none where CSS folds them away.
-// biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what is tested
-const lines = (element: Locator) => element.evaluate((node) => (node as HTMLElement).innerText.split('\n'));
-const font = (element: Locator) => element.evaluate((node) => getComputedStyle(node).fontFamily);
+const lines = (element: Locator) =>
+  // biome-ignore lint/performance/useDomNodeTextContent: innerText has the line breaks the page shows, none where CSS folds them away
+  element.evaluate((node) => (node as unknown as { innerText: string }).innerText.split('\n'));
+type Window = { getComputedStyle(node: unknown): { fontFamily: string } };
+const font = (element: Locator) =>
+  element.evaluate((node) => (globalThis as unknown as Window).getComputedStyle(node).fontFamily);
 
 describe.skipIf(noBrowser)('console: logs', { timeout: 90_000 }, () => {
   const folder = mkdtempSync(path.join(tmpdir(), 'crewd-console-logs-'));
@@ -104,7 +106,7 @@ describe.skipIf(noBrowser)('console: logs', { timeout: 90_000 }, () => {
       atEnd: node.scrollTop + node.clientHeight >= node.scrollHeight - 2,
     }));
     expect(box).toEqual({ overflows: true, atEnd: true });
-    expect(await page.evaluate(() => document.documentElement.scrollHeight)).toBeLessThan(3000);
+    expect(await page.evaluate('document.documentElement.scrollHeight')).toBeLessThan(3000);
     await expectAccessible(page, 'deployment with a build log');
   });
 });
