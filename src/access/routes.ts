@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireAdmin } from '../auth/plugin.js';
 import { forbidden } from '../errors.js';
-import { commonErrors } from '../http/error-schema.js';
+import { commonErrors, conflictError } from '../http/error-schema.js';
 import { DEFAULT_ORG_ID } from './bootstrap.js';
 import {
   apiKeySchema,
@@ -33,9 +33,10 @@ export const accessRoutes: FastifyPluginAsyncZod<{ access: AccessService }> = as
         operationId: 'createOrganization',
         summary: 'Create an organization with its first admin key',
         description:
-          'Admin keys of organization `default` only. The answer holds the new organization’s first admin key, shown only here.',
+          'Admin keys of organization `default` only. The answer holds the new organization’s first admin key, shown only here. ' +
+          '409 while runners run without isolation (RUNNER_SANDBOX=auto without bubblewrap) unless RUNNER_SANDBOX=off was set.',
         body: createOrganizationBody,
-        response: { 201: createdOrganizationSchema, ...commonErrors },
+        response: { 201: createdOrganizationSchema, ...commonErrors, ...conflictError },
       },
     },
     async (request, reply) => {

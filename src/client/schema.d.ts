@@ -100,7 +100,7 @@ export interface paths {
         put?: never;
         /**
          * Create a cron: a run of the deployment at each time of the schedule
-         * @description Admin and member keys. `schedule`: 5 cron fields, or 6 with seconds first, read in `timezone` (IANA, default UTC). Each due time starts exactly one run across all instances.
+         * @description Admin and member keys. `schedule`: 5 cron fields, or 6 with seconds first, read in `timezone` (IANA, default UTC). Each due time starts exactly one run across all instances. 422 when the schedule falls due more often than CRON_MIN_INTERVAL_SECONDS allows, or the organization has MAX_CRONS_PER_ORGANIZATION crons.
          */
         post: operations["createCron"];
         delete?: never;
@@ -132,7 +132,7 @@ export interface paths {
         head?: never;
         /**
          * Change a cron (any field but deployment_id)
-         * @description A new schedule or timezone, or enabling the cron, counts the next run from now.
+         * @description A new schedule or timezone, or enabling the cron, counts the next run from now. 422 when the new schedule falls due more often than CRON_MIN_INTERVAL_SECONDS allows.
          */
         patch: operations["updateCron"];
         trace?: never;
@@ -380,7 +380,7 @@ export interface paths {
         put?: never;
         /**
          * Create an organization with its first admin key
-         * @description Admin keys of organization `default` only. The answer holds the new organization’s first admin key, shown only here.
+         * @description Admin keys of organization `default` only. The answer holds the new organization’s first admin key, shown only here. 409 while runners run without isolation (RUNNER_SANDBOX=auto without bubblewrap) unless RUNNER_SANDBOX=off was set.
          */
         post: operations["createOrganization"];
         delete?: never;
@@ -1578,7 +1578,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Taken name, busy thread, or an Idempotency-Key reused with another body */
+        /** @description Taken name, busy thread, an Idempotency-Key reused with another body, or a second organization without runner isolation */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -1598,6 +1598,15 @@ export interface components {
         };
         /** @description Unexpected error; details only in the service log */
         Internal: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description An operator’s limit refuses the request; the message names the setting */
+        LimitExceeded: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1906,6 +1915,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["LimitExceeded"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2023,6 +2033,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["LimitExceeded"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2720,6 +2731,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
-import { commonErrors } from '../http/error-schema.js';
+import { commonErrors, limitError } from '../http/error-schema.js';
 import { createCronBody, cronParams, cronSchema, listCronsQuery, updateCronBody } from './schemas.js';
 import type { CronService } from './service.js';
 
@@ -20,9 +20,10 @@ export const cronRoutes: FastifyPluginAsyncZod<{ crons: CronService }> = async (
         summary: 'Create a cron: a run of the deployment at each time of the schedule',
         description:
           'Admin and member keys. `schedule`: 5 cron fields, or 6 with seconds first, read in `timezone` (IANA, default UTC). ' +
-          'Each due time starts exactly one run across all instances.',
+          'Each due time starts exactly one run across all instances. 422 when the schedule falls due more often than ' +
+          'CRON_MIN_INTERVAL_SECONDS allows, or the organization has MAX_CRONS_PER_ORGANIZATION crons.',
         body: createCronBody,
-        response: { 201: cronSchema, ...commonErrors },
+        response: { 201: cronSchema, ...commonErrors, ...limitError },
       },
     },
     async (request, reply) => reply.status(201).send(await crons.create(principalOf(request).orgId, request.body)),
@@ -65,10 +66,12 @@ export const cronRoutes: FastifyPluginAsyncZod<{ crons: CronService }> = async (
         tags,
         operationId: 'updateCron',
         summary: 'Change a cron (any field but deployment_id)',
-        description: 'A new schedule or timezone, or enabling the cron, counts the next run from now.',
+        description:
+          'A new schedule or timezone, or enabling the cron, counts the next run from now. 422 when the new schedule ' +
+          'falls due more often than CRON_MIN_INTERVAL_SECONDS allows.',
         params: cronParams,
         body: updateCronBody,
-        response: { 200: cronSchema, ...commonErrors },
+        response: { 200: cronSchema, ...commonErrors, ...limitError },
       },
     },
     async (request) => crons.update(principalOf(request).orgId, request.params.id, request.body),

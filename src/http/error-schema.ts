@@ -23,3 +23,6 @@ export const commonErrors = {
 } as const;
 
 export const conflictError = { 409: errorBodySchema } as const;
+
+/** An operator's limit refused the request (`limit_exceeded`); the message names the setting. */
+export const limitError = { 422: errorBodySchema } as const;

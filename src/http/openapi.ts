@@ -29,8 +29,13 @@ const NAMED_RESPONSES: Record<string, { name: string; description: string }> = {
   401: { name: 'Unauthorized', description: 'Missing or unknown API key (`Invalid API key`)' },
   403: { name: 'Forbidden', description: 'A member key on a route that needs an admin key' },
   404: { name: 'NotFound', description: 'No such resource in the caller’s organization' },
-  409: { name: 'Conflict', description: 'Taken name, busy thread, or an Idempotency-Key reused with another body' },
+  409: {
+    name: 'Conflict',
+    description:
+      'Taken name, busy thread, an Idempotency-Key reused with another body, or a second organization without runner isolation',
+  },
   413: { name: 'PayloadTooLarge', description: 'The body is larger than the service accepts' },
+  422: { name: 'LimitExceeded', description: 'An operator’s limit refuses the request; the message names the setting' },
   429: { name: 'RateLimited', description: 'Too many requests for this key; `Retry-After` says when to try again' },
   500: { name: 'Internal', description: 'Unexpected error; details only in the service log' },
   503: { name: 'Unavailable', description: 'The database cannot be reached' },
