@@ -6,8 +6,6 @@ import { badRequest } from '../errors.js';
 import { BUNDLE_LIMITS, BundleTree, UnsafeBundle } from './bundle-tree.js';
 import { inflating } from './inflate.js';
 
-export { BUNDLE_LIMITS } from './bundle-tree.js';
-
 /** Files read at inspection, for project detection: the root's project files and CrewAI's `src/<package>/…`. */
 const READ_FILES =
   /^(crewd\.json|langgraph\.json|pyproject\.toml|package\.json|requirements\.txt|src\/[^/]+\/(crew|main)\.py)$/;
