@@ -7,7 +7,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunContext } from '../runs/helpers.js';
 import { startRun, waitForRun } from '../runs/helpers.js';
-import { expectAccessible, launchBrowser, noBrowser, signIn } from './browser.js';
+import { expectAccessible, launchBrowser, noBrowser, screenshot, signIn } from './browser.js';
 import { deployNamed, inline, post } from './crews.js';
 import { ADMIN_KEY, startService } from './service.js';
 
@@ -96,7 +96,7 @@ describe.skipIf(noBrowser)('console: logs', { timeout: 90_000 }, () => {
     await form.getByLabel('Bundle (.tar.gz of the project folder)').setInputFiles(longBuildBundle(folder));
     await form.getByRole('button', { name: 'Upload bundle' }).click();
     const pane = page.getByRole('log', { name: /^Build log of v1: output$/ });
-    await page.getByText('Build failed.').waitFor({ timeout: 60_000 });
+    await page.getByText(/^Build failed: installing the dependencies exited with code 1$/).waitFor({ timeout: 60_000 });
     const text = await lines(pane);
     expect(text.map((line) => line.trim())).toContain(`compiling module ${LINES - 1}`);
     expect(text.length).toBeGreaterThan(LINES);
@@ -108,5 +108,7 @@ describe.skipIf(noBrowser)('console: logs', { timeout: 90_000 }, () => {
     expect(box).toEqual({ overflows: true, atEnd: true });
     expect(await page.evaluate('document.documentElement.scrollHeight')).toBeLessThan(3000);
     await expectAccessible(page, 'deployment with a build log');
+    await pane.scrollIntoViewIfNeeded();
+    await screenshot(page, 'build-log');
   });
 });

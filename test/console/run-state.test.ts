@@ -3,7 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunContext } from '../runs/helpers.js';
 import { startRun, waitForRun } from '../runs/helpers.js';
-import { expectAccessible, launchBrowser, noBrowser, signIn } from './browser.js';
+import { expectAccessible, launchBrowser, noBrowser, screenshot, signIn } from './browser.js';
 import { deployNamed, INTERRUPTING_CREW, inline, post } from './crews.js';
 import { ADMIN_KEY, crew, startService } from './service.js';
 
@@ -45,6 +45,7 @@ describe.skipIf(noBrowser)('console: run state', { timeout: 60_000 }, () => {
     await expect.poll(() => ofDeployment.locator('.status').textContent()).toBe('waiting for input');
     await page.goto(`${service.baseUrl}/console/#/threads`);
     await expect.poll(() => rowOf('Threads', threadId).locator('.status').textContent()).toBe('waiting for input');
+    await screenshot(page, 'threads');
   });
 
   it('resumes with a form of only the answer, which the run gets as command.resume', async () => {
@@ -53,6 +54,7 @@ describe.skipIf(noBrowser)('console: run state', { timeout: 60_000 }, () => {
     await form.waitFor();
     await expect(form.getByRole('textbox').count()).resolves.toBe(1);
     await expect(form.getByLabel('Input (JSON)').count()).resolves.toBe(0);
+    await screenshot(page, 'resume');
     await form.getByLabel('Answer (JSON or text)').fill('yes, send it');
     await form.getByRole('button', { name: 'Resume thread' }).click();
     await page.waitForURL(/#\/runs\/run_/);

@@ -49,7 +49,6 @@ export function BuildLog({
       >
         {lines.length > 0 ? lines.join('\n') : 'No output yet.'}
       </pre>
-      {end?.error ? <pre className="log-text error-text">{String(end.error)}</pre> : null}
       <ErrorText error={error} />
     </section>
   );
@@ -62,6 +61,6 @@ function lineOf(event: StreamEvent): string {
 
 function endText(end: StreamEvent['data'] | undefined, ended: boolean): string {
   if (end?.status === 'ready') return 'Build ready.';
-  if (end?.status === 'failed') return 'Build failed.';
+  if (end?.status === 'failed') return `Build failed${end.error ? `: ${String(end.error).split('\n')[0]}` : '.'}`;
   return ended ? 'Stream ended.' : 'Building: following the log…';
 }

@@ -85,7 +85,10 @@ export function DeploymentDetail({ id }: { id: string }) {
             cell: (version) => (
               <>
                 <Status value={version.status} />
-                {version.build_error ? <pre className="log-text error-text">{version.build_error}</pre> : null}
+                {version.build_error ? (
+                  // Its first line; the whole of it ends the build log.
+                  <div className="error-message">{version.build_error.split('\n')[0]}</div>
+                ) : null}
               </>
             ),
           },
