@@ -102,7 +102,11 @@ describe.runIf(canIsolate)('the default network, isolated (a real crewd, RUNNER_
       ...ipv4.map((host) => `${host}:${portOf(server)}`),
     ];
     for (const target of reached) expect(await hostReaches(target), target).toBe(true);
-    const targets = [...reached, ...ipv4.map((host) => `${host}:${POSTGRES_PORT}`)];
+    // slirp4netns's gateway and DNS addresses lead to the host's loopback unless turned off (they are).
+    const aliases = ['10.0.2.2', '10.0.2.3'].flatMap((host) =>
+      [listener.port, portOf(server)].map((port) => `${host}:${port}`),
+    );
+    const targets = [...reached, ...ipv4.map((host) => `${host}:${POSTGRES_PORT}`), ...aliases];
     const report = await probeRun(server, { connect: targets });
     for (const target of targets) expect(report.connect[target], target).toMatchObject({ ok: false });
     // Only this process's own connections above got to the server.
