@@ -110,7 +110,7 @@ export async function createSandbox(options: SandboxOptions): Promise<Sandbox> {
   }
   logger.warn(
     { sandbox: 'none', network: 'on', reason: probe.reason },
-    "runners run as plain processes WITHOUT isolation: a crew can read DATA_DIR and crewd's environment and reach the host's network; install bubblewrap, or set RUNNER_SANDBOX=off to accept this",
+    "runners run as plain processes WITHOUT isolation: a crew can read DATA_DIR and crewd's environment and reach the host's network; install bubblewrap (and slirp4netns, for an isolated network), or set RUNNER_SANDBOX=off to accept this",
   );
   return plainSandbox;
 }
