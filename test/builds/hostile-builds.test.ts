@@ -1,9 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweepEnvironments } from '../../src/builds/environment-cache.js';
 import { runStep } from '../../src/builds/run-step.js';
 import { CRASHED_BUILD_ERROR } from '../../src/builds/service.js';
 import { createDirectSpawner } from '../../src/execution/direct-spawner.js';
@@ -28,7 +30,8 @@ afterAll(async () => ctx?.close());
 const quick = { 'crewd.json': JSON.stringify({ runtime: 'node', command: ['node', 'crew.js'] }), 'crew.js': '' };
 
 describe('a build step printing a line of 600 MiB', () => {
-  it('is logged capped as run output is, and crewd goes on', async () => {
+  // 600 MiB go through a pipe: on a loaded machine that takes a while.
+  it('is logged capped as run output is, and crewd goes on', { timeout: 180_000 }, async () => {
     const scratch = mkdtempSync(path.join(tmpdir(), 'crewd-long-line-'));
     const launcher = createDirectSpawner();
     const lines: string[] = [];
@@ -121,5 +124,30 @@ describe('a build left `building` by a crash', () => {
     expect(ended).toEqual({ status: 'failed', build_error: CRASHED_BUILD_ERROR });
     const events = await ctx.call('GET', `/v1/deployments/${deploymentId}/versions/${version.id}`);
     expect(events.json()).toMatchObject({ status: 'failed', build_error: CRASHED_BUILD_ERROR });
+  });
+});
+
+describe("what a build step leaves in its organization's build cache", () => {
+  it('is not followed by the sweep: a claims folder that is a link, a lock owner that is a FIFO', async () => {
+    const cacheDir = mkdtempSync(path.join(tmpdir(), 'crewd-planted-cache-'));
+    const elsewhere = mkdtempSync(path.join(tmpdir(), 'crewd-planted-target-'));
+    try {
+      writeFileSync(path.join(elsewhere, 'precious'), 'a file of the host');
+      const orgDir = path.join(cacheDir, 'org_planted');
+      const home = path.join(orgDir, 'a'.repeat(64));
+      mkdirSync(home, { recursive: true });
+      symlinkSync(elsewhere, path.join(home, '.claims'));
+      const lockDir = path.join(orgDir, `${'b'.repeat(64)}.lock`);
+      mkdirSync(lockDir);
+      execFileSync('mkfifo', [path.join(lockDir, 'pid')]);
+
+      const removed = await sweepEnvironments(cacheDir, dataDir, new Set());
+      expect(removed).toEqual([home]);
+      expect(readFileSync(path.join(elsewhere, 'precious'), 'utf8')).toBe('a file of the host');
+      expect(existsSync(lockDir)).toBe(true);
+    } finally {
+      rmSync(cacheDir, { recursive: true, force: true });
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 });
