@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import { newId } from '../../src/ids.js';
 import { insertCheckpoint } from '../../src/threads/repository.js';
 import { createDeployment, project, tempDataDir, upload, waitForBuild } from '../builds/helpers.js';
 import { createRunContext, deploy, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
-import { explainWithoutPython, testPython, testVenv, testVenvBundleEnv } from './helpers.js';
+import { explainWithoutPython, forkServerSockets, testPython, testVenvBundleEnv, testVenvSettings } from './helpers.js';
 
 explainWithoutPython("A fork server only crewd reaches (CONTRACTS §12 'Fork servers')");
 
@@ -80,17 +80,6 @@ process.stdin.on('end', () => {
 });
 `;
 
-/** The sockets of the fork servers crewd started in `dataDir`, as they lie on disk. */
-function serverSockets(dataDir: string): string[] {
-  const root = path.join(dataDir, 'f');
-  if (!existsSync(root)) return [];
-  return readdirSync(root).flatMap((own) =>
-    readdirSync(path.join(root, own))
-      .map((server) => path.join(root, own, server, 's'))
-      .filter((socket) => existsSync(socket)),
-  );
-}
-
 /** Sends `request` on a connection of the test's own; what the server answered before it closed. */
 function askDirectly(socketPath: string, request: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -115,7 +104,7 @@ describe.runIf(testPython() !== null)("A fork server only crewd reaches (CONTRAC
 
   beforeAll(async () => {
     dataDir = tempDataDir();
-    ctx = await createRunContext({ DATA_DIR: dataDir, RUNNER_EXTRA_PATHS: testVenv() });
+    ctx = await createRunContext({ DATA_DIR: dataDir, ...testVenvSettings() });
     deploymentId = await createDeployment(ctx, 'organization-a');
     const crewdJson = { graph: 'graph.py:graph', env: testVenvBundleEnv(), timeout_seconds: 120 };
     const bundle = project({ 'crewd.json': JSON.stringify(crewdJson), 'graph.py': GRAPH });
@@ -125,7 +114,7 @@ describe.runIf(testPython() !== null)("A fork server only crewd reaches (CONTRAC
     expect(version.status, version.build_error).toBe('ready');
     const first = await waitForRun(ctx, (await startRun(ctx, deploymentId, { text: 'a' })).run_id, undefined, 60_000);
     expect(first.status, first.error_message).toBe('succeeded');
-    socketPath = await until(() => serverSockets(dataDir)[0] ?? null, 60_000);
+    socketPath = await until(() => forkServerSockets(dataDir)[0] ?? null, 60_000);
   }, 240_000);
   afterAll(async () => ctx?.close());
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeployment, project, tempDataDir, upload, waitForBuild } from '../builds/helpers.js';
 import { createRunContext, type RunContext, readStream, startRun, until, waitForRun } from '../runs/helpers.js';
-import { explainWithoutPython, testPython, testVenv, testVenvBundleEnv } from './helpers.js';
+import { explainWithoutPython, forkServerSockets, testPython, testVenvBundleEnv, testVenvSettings } from './helpers.js';
 
 explainWithoutPython('Python bundle versions through their fork server');
 
@@ -44,15 +44,6 @@ builder.add_edge(START, "echo")
 builder.add_edge("echo", END)
 graph = builder.compile()
 `;
-
-/** Whether a fork server of the crewd on `dataDir` (which runs one version) listens: its socket is on disk. */
-function serverListening(dataDir: string): boolean {
-  const root = path.join(dataDir, 'f');
-  if (!existsSync(root)) return false;
-  return readdirSync(root).some((own) =>
-    readdirSync(path.join(root, own)).some((server) => existsSync(path.join(root, own, server, 's'))),
-  );
-}
 
 /** Host pids of the fork server of the crewd on `dataDir` and its children (they keep the server's command line). */
 function forkServerPythons(dataDir: string): number[] {
@@ -99,7 +90,7 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
 
   beforeAll(async () => {
     dataDir = tempDataDir();
-    ctx = await createRunContext({ DATA_DIR: dataDir, RUNNER_EXTRA_PATHS: testVenv() });
+    ctx = await createRunContext({ DATA_DIR: dataDir, ...testVenvSettings() });
     deploymentId = await createDeployment(ctx, 'echo-graph');
     const crewdJson = { graph: 'graph.py:graph', env: testVenvBundleEnv(), timeout_seconds: 120 };
     const bundle = project({ 'crewd.json': JSON.stringify(crewdJson), 'graph.py': GRAPH });
@@ -123,7 +114,7 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
     const first = await runToEnd({ text: 'one', paths: [runsFolder] });
     expect(first.output).toMatchObject({ text: 'one', forked: false });
 
-    await until(() => serverListening(dataDir), 60_000);
+    await until(() => forkServerSockets(dataDir).length > 0, 60_000);
     const second = await runToEnd({ text: 'two', paths: [runsFolder, dataDir] });
     const third = await runToEnd({ text: 'three' });
     expect(second.output).toMatchObject({ text: 'two', forked: true });
@@ -140,7 +131,7 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
   });
 
   it('cancels a forked run: its child in the server ends', { timeout: 120_000 }, async () => {
-    await until(() => serverListening(dataDir), 60_000);
+    await until(() => forkServerSockets(dataDir).length > 0, 60_000);
     const run = await startRun(ctx, deploymentId, { sleep: 60 });
     const stream = await readStream(`${ctx.baseUrl}/v1/runs/${run.run_id}/events`, {
       stopWhen: (message) => JSON.stringify(message.data ?? '').includes('sleeping'),
@@ -158,7 +149,7 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
   });
 
   it('runs cold while a server that died is replaced, then forks from the new one', { timeout: 120_000 }, async () => {
-    await until(() => serverListening(dataDir), 60_000);
+    await until(() => forkServerSockets(dataDir).length > 0, 60_000);
     const killer = await waitForRun(ctx, (await startRun(ctx, deploymentId, { kill_server: true })).run_id);
     expect(killer.status).toBe('failed');
     await until(() => forkServerPythons(dataDir).length === 0, 15_000);

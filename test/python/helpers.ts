@@ -23,12 +23,15 @@ export function testPython(): string | null {
   return null;
 }
 
+/** The test environment's folder. */
+const testVenv = (): string => path.dirname(path.dirname(testPython() as string));
+
 /**
  * The setting a service needs to run the test environment's python as a command version's program: the environment
  * lives outside the sandbox's view (under the home folder), so its folder is listed, as docs/operations.md says.
  */
 export function testVenvSettings(): Record<string, string> {
-  return { RUNNER_EXTRA_PATHS: path.dirname(path.dirname(testPython() as string)) };
+  return { RUNNER_EXTRA_PATHS: testVenv() };
 }
 
 /** What a crew needs to run offline, as docs/python-crews.md tells users: nothing sent off the machine. */
@@ -54,11 +57,16 @@ export function testVenvBundleEnv(): Record<string, string> {
   return { ...offline, PYTHONPATH: path.join(venv, 'lib', version as string, 'site-packages') };
 }
 
-/**
- * The test environment's folder. A sandbox shows it only when listed in RUNNER_EXTRA_PATHS (as an operator lists the
- * folders of programs that live elsewhere): the tests that import from it give it there.
- */
-export const testVenv = (): string => path.dirname(path.dirname(testPython() as string));
+/** The sockets of the Python fork servers of the crewd on `dataDir`, as they lie on disk (`DATA_DIR/f/<own>/<n>/s`). */
+export function forkServerSockets(dataDir: string): string[] {
+  const root = path.join(dataDir, 'f');
+  if (!existsSync(root)) return [];
+  return readdirSync(root).flatMap((own) =>
+    readdirSync(path.join(root, own))
+      .map((server) => path.join(root, own, server, 's'))
+      .filter((socket) => existsSync(socket)),
+  );
+}
 
 /** Without the environment the file says why; in CI (which builds it) that fails. */
 export function explainWithoutPython(title: string): void {
