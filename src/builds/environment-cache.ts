@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processAlive } from '../execution/process-group.js';
@@ -91,7 +91,7 @@ export async function tryLock(home: string): Promise<(() => Promise<void>) | nul
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       await mkdir(lockDir);
-      await writeFile(path.join(lockDir, 'pid'), String(process.pid));
+      await writeInside(path.dirname(lockDir), path.join(lockDir, 'pid'), String(process.pid));
       return () => rm(lockDir, { recursive: true, force: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -116,7 +116,7 @@ export async function lock(home: string, giveUp: () => string | null): Promise<(
 /** Records that this installation (its DATA_DIR) uses the environment. Under the lock. */
 export async function claim(home: string, dataDir: string): Promise<void> {
   await mkdir(path.join(home, CLAIMS), { recursive: true });
-  await writeInside(home, path.join(home, CLAIMS, claimName(dataDir)), path.resolve(dataDir));
+  await writeInside(path.dirname(home), path.join(home, CLAIMS, claimName(dataDir)), path.resolve(dataDir));
 }
 
 /** Drops this installation's claim and those of installations whose DATA_DIR is gone; answers whether any is left. */

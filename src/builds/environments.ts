@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { COMPLETE, claim, lock, pin } from './environment-cache.js';
 import { environmentKey, PYTHON_RUNNER_DIR, PYTHON_RUNNER_PRESENT } from './environment-key.js';
@@ -109,10 +109,11 @@ async function buildPython(
 async function buildNode(projectDir: string, target: string, tools: StepTools): Promise<void> {
   // Files of the bundle: read only when they are regular files inside the project folder.
   const manifest = await readInside(projectDir, 'package.json', PROJECT_FILE_MAX_BYTES);
-  await writeFile(path.join(target, 'package.json'), manifest.data);
+  // Into the organization's folder only: a step of another build there may have made a link of the target's names.
+  await writeInside(path.dirname(target), path.join(target, 'package.json'), manifest.data);
   const lock = await readInsideIfThere(projectDir, 'package-lock.json', PROJECT_FILE_MAX_BYTES);
   const locked = lock !== null;
-  if (lock) await writeFile(path.join(target, 'package-lock.json'), lock.data);
+  if (lock) await writeInside(path.dirname(target), path.join(target, 'package-lock.json'), lock.data);
   const command = ['npm', locked ? 'ci' : 'install', '--omit=dev', '--no-audit', '--no-fund'];
   // The npm beside the node that runs crewd (and runs the crew), whatever PATH names first.
   const env = { ...tools.env, PATH: `${path.dirname(process.execPath)}:${tools.env.PATH ?? ''}` };
