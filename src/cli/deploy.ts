@@ -56,7 +56,10 @@ async function pack(io: Io, folder: string): Promise<Buffer> {
   io.err(`Packed ${folder} (${(bundle.length / 1024).toFixed(1)} KiB)`);
   if (secrets.length > 0) {
     io.err(`Left out as likely secrets: ${secrets.join(', ')}`);
-    io.err('  (give their values as deployment variables; to upload one anyway, add !<its name> to .crewdignore)');
+    io.err(
+      '  (give their values as deployment variables: crewd variables set <deployment> --from .env; ' +
+        'to upload one anyway, add !<its name> to .crewdignore)',
+    );
   }
   try {
     detectProject(await inspectBundle(bundle));

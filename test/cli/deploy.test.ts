@@ -64,7 +64,9 @@ describe('crewd deploy', { timeout: CLI_TEST_TIMEOUT }, () => {
     ]);
     const leftOut = deployed.stderr.match(/^Left out as likely secrets: (.*)$/m)?.[1]?.split(', ');
     expect(leftOut?.sort()).toEqual(['.aws/', '.env', '.env.local', '.npmrc', 'config/server.pem', 'id_ed25519']);
-    expect(deployed.stderr).toMatch(/add !<its name> to \.crewdignore/);
+    expect(deployed.stderr).toMatch(
+      /crewd variables set <deployment> --from \.env; to upload one anyway, add !<its name>/,
+    );
   });
 
   it('says nothing of secrets when there are none', async () => {
