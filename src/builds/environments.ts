@@ -61,7 +61,7 @@ async function pythonCommands(installs: string[], venv: string, place: CachePlac
       // Compiled as pip compiles what it installs: runs see the environment read-only and could not cache it.
       [uv.program, 'pip', 'install', '--compile-bytecode', '--python', python, ...installs],
     ];
-    return { commands, readOnly: uv.toolsDir ? [uv.toolsDir] : [] };
+    return { commands, readOnly: [uv.folder] };
   }
   tools.log(`using pip (${place.python.installer === 'pip' ? 'BUILD_PYTHON_INSTALLER=pip' : 'no uv'})`, 'stdout');
   if (await pipTakesPython(python3, tools.env)) {

@@ -15,10 +15,10 @@ export interface PythonTools {
   toolsDir: string;
 }
 
-/** The uv a build uses, and the folder a sandboxed step must see to run it (null when it is on PATH). */
+/** The uv a build uses, and the folder a sandboxed step must be shown to run it. */
 export interface UvProgram {
   program: string;
-  toolsDir: string | null;
+  folder: string;
 }
 
 /**
@@ -52,7 +52,7 @@ async function installUv(toolsDir: string, tools: StepTools): Promise<UvProgram>
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
-  return { program: path.join(target, 'bin', 'uv'), toolsDir };
+  return { program: path.join(target, 'bin', 'uv'), folder: toolsDir };
 }
 
 /**
@@ -63,10 +63,11 @@ async function installUv(toolsDir: string, tools: StepTools): Promise<UvProgram>
 export async function uvForBuild(python: PythonTools, tools: StepTools): Promise<UvProgram | null> {
   if (python.installer === 'pip') return null;
   const onPath = findOnPath('uv', tools.env.PATH ?? '');
-  if (onPath) return { program: onPath, toolsDir: null };
+  // Its folder is shown to the step: the service's PATH may name one the sandbox's view leaves out (~/.local/bin).
+  if (onPath) return { program: onPath, folder: path.dirname(onPath) };
   const toolsDir = python.toolsDir;
   const installed = path.join(toolsDir, 'uv', 'bin', 'uv');
-  if (existsSync(installed)) return { program: installed, toolsDir };
+  if (existsSync(installed)) return { program: installed, folder: toolsDir };
   let install = installs.get(toolsDir);
   if (!install) {
     install = installUv(toolsDir, tools).catch((error: Error) => ({

@@ -126,12 +126,8 @@ describe.skipIf('reason' in uv)(title, () => {
   let ctx: RunContext;
   beforeAll(async () => {
     const bin = 'bin' in uv ? uv.bin : '';
-    // Installed where the sandbox does not look: shown to build steps as docs/operations.md says.
-    ctx = await createRunContext({
-      DATA_DIR: tempDataDir(),
-      PATH: `${bin}:${process.env.PATH ?? ''}`,
-      RUNNER_EXTRA_PATHS: folder,
-    });
+    // A folder the sandbox's view leaves out: builds show the uv of PATH to their steps.
+    ctx = await createRunContext({ DATA_DIR: tempDataDir(), PATH: `${bin}:${process.env.PATH ?? ''}` });
   });
   afterAll(async () => ctx?.close());
 
