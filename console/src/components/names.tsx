@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import { useMemo } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -15,16 +16,20 @@ export function useDeployments() {
 
 /** Deployment id → name; empty for a member key, whose pages then show ids. */
 export function useDeploymentNames(): ReadonlyMap<string, string> {
-  const deployments = useDeployments();
-  return new Map(deployments.data?.deployments.map((deployment) => [deployment.id, deployment.name]));
+  const { data } = useDeployments();
+  return useMemo(() => new Map(data?.deployments.map((deployment) => [deployment.id, deployment.name])), [data]);
 }
 
 /** A deployment by its name, its id on hover and, with `withId`, beside it; a link to its page for admin keys. */
 export function DeploymentName({ id, withId = false }: { id: string; withId?: boolean }) {
-  const { role } = useSession();
-  const name = useDeploymentNames().get(id);
+  return <NamedDeployment id={id} name={useDeploymentNames().get(id)} withId={withId} />;
+}
+
+/** As DeploymentName, the name looked up once for a whole list (`useDeploymentNames`). */
+export function NamedDeployment({ id, name, withId = false }: { id: string; name?: string; withId?: boolean }) {
   if (!name) return <code>{id}</code>;
-  const label = role === 'admin' ? <a href={href('deployments', id)}>{name}</a> : name;
+  // Only admin keys get names, and only they may open a deployment's page.
+  const label = <a href={href('deployments', id)}>{name}</a>;
   return (
     <>
       <span title={id}>{label}</span>

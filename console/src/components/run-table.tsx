@@ -5,12 +5,13 @@ import { href, navigate } from '../router.js';
 import { useSession } from '../session.js';
 import { DeploymentPicker } from './deployment-picker.js';
 import { ListTable } from './list-table.js';
-import { DeploymentName } from './names.js';
+import { NamedDeployment, useDeploymentNames } from './names.js';
 import { Duration, RunStatus } from './run-status.js';
 import { ErrorText, Field, parseJson, When } from './ui.js';
 
 /** Runs as a table: status ("waiting for input" at an interrupt), deployment by name, duration. */
 export function RunTable({ runs, label = 'Runs' }: { runs: Schemas['Run'][]; label?: string }) {
+  const names = useDeploymentNames();
   return (
     <ListTable
       label={label}
@@ -21,7 +22,11 @@ export function RunTable({ runs, label = 'Runs' }: { runs: Schemas['Run'][]; lab
       columns={[
         { header: 'Run', width: '17rem', cell: (run) => <a href={href('runs', run.id)}>{run.id}</a> },
         { header: 'Status', width: '10rem', cell: (run) => <RunStatus run={run} /> },
-        { header: 'Deployment', width: '11rem', cell: (run) => <DeploymentName id={run.deployment_id} /> },
+        {
+          header: 'Deployment',
+          width: '11rem',
+          cell: (run) => <NamedDeployment id={run.deployment_id} name={names.get(run.deployment_id)} />,
+        },
         { header: 'Environment', width: '8rem', cell: (run) => run.environment },
         { header: 'Duration', width: '7rem', cell: (run) => <Duration run={run} /> },
         { header: 'Created', width: '13rem', cell: (run) => <When at={run.created_at} /> },

@@ -59,7 +59,7 @@ export function RunDetail({ id }: { id: string }) {
       <ErrorText error={cancel.error} />
       {data?.error_message ? (
         <div className="error-message">
-          Error: <pre className="log-text">{data.error_message}</pre>
+          Error <pre className="log-text error-text">{data.error_message}</pre>
         </div>
       ) : null}
       <Timeline label="Timeline" {...stream} />
