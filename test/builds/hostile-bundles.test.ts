@@ -112,6 +112,17 @@ describe('links are followed as the kernel follows them', () => {
   });
 });
 
+describe('project files naming what lies outside', () => {
+  it('refuses langgraph.json dependencies that leave the bundle', () =>
+    expectRefused(
+      tarball([
+        { path: 'langgraph.json', body: JSON.stringify({ graphs: { a: './a.py:graph' }, dependencies: ['../lib'] }) },
+        { path: 'a.py', body: '' },
+      ]),
+      /langgraph\.json: dependencies: "\.\.\/lib" lies outside the bundle/,
+    ));
+});
+
 describe('a gzip bomb', () => {
   it('is refused while inflating, with memory bounded far below what it inflates to', async () => {
     // A small project, then 2 GiB of zeros after the archive's end: 64 MiB gzip members, repeated.
