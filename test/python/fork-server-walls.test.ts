@@ -171,3 +171,30 @@ describe.runIf(testPython() !== null)("A fork server only crewd reaches (CONTRAC
     expect(existsSync(ran)).toBe(false);
   });
 });
+
+describe.runIf(testPython() !== null)('a DATA_DIR whose path leaves no room for a socket', () => {
+  let ctx: RunContext;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    dataDir = path.join(tempDataDir(), 'a-data-folder-named-at-length'.repeat(3));
+    ctx = await createRunContext({ DATA_DIR: dataDir, ...testVenvSettings() });
+  });
+  afterAll(async () => ctx?.close());
+
+  it('runs Python versions without a fork server', { timeout: 240_000 }, async () => {
+    const deploymentId = await createDeployment(ctx, 'long-data-dir');
+    const crewdJson = { graph: 'graph.py:graph', env: testVenvBundleEnv(), timeout_seconds: 120 };
+    const bundle = project({ 'crewd.json': JSON.stringify(crewdJson), 'graph.py': GRAPH });
+    const response = await upload(ctx, deploymentId, bundle, '?environment=production');
+    expect(response.statusCode, response.body).toBe(201);
+    expect((await waitForBuild(ctx, deploymentId, response.json().id)).status).toBe('ready');
+
+    for (const text of ['one', 'two']) {
+      const run = await waitForRun(ctx, (await startRun(ctx, deploymentId, { text })).run_id, undefined, 60_000);
+      expect(run.status, run.error_message).toBe('succeeded');
+      expect(run.output).toEqual({ text });
+    }
+    expect(existsSync(path.join(dataDir, 'f'))).toBe(false);
+  });
+});
