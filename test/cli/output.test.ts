@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { humanLine } from '../../src/cli/output.js';
+import type { StreamEvent } from '../../src/client/index.js';
 
-const event = (seq: number, data: Record<string, unknown>) => ({ seq, event: data.type as string, data });
+const event = (seq: number, data: { type: string; data: Record<string, unknown> }): StreamEvent => ({
+  seq,
+  data,
+});
 
 describe('events as lines a person reads', () => {
   it('prints an interrupt’s question, not its checkpoint', () => {
