@@ -70,7 +70,8 @@ def test_a_target_that_is_not_there_or_of_another_kind_fails(kind, target, reaso
 def test_a_value_that_is_no_graph_fails(tmp_path):
     (tmp_path / "graph.py").write_text("graph = 3\n")
     code, report = check("graph", "graph.py:graph", cwd=tmp_path)
-    assert (code, report) == (1, ["the graph graph.py:graph (int) is not a LangGraph graph, StateGraph or graph factory"])
+    assert code == 1
+    assert report == ["the graph graph.py:graph (int) is not a LangGraph graph, StateGraph or graph factory"]
 
 
 def test_a_long_traceback_is_capped_with_its_end_kept(tmp_path):
