@@ -1,5 +1,5 @@
 import { promises as dns } from 'node:dns';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
@@ -66,9 +66,15 @@ const hostReaches = (target: string) =>
     socket.once('error', () => resolve(false));
   });
 
-async function probeRun(server: SandboxServer, input: Record<string, unknown>): Promise<NetworkReport> {
-  const deployment = await server.deploy([process.execPath, NETWORK_PROBE]);
-  const { run_id } = await server.startRun(deployment, input);
+async function probeRun(
+  server: SandboxServer,
+  input: Record<string, unknown>,
+  deployment?: string,
+): Promise<NetworkReport> {
+  const { run_id } = await server.startRun(
+    deployment ?? (await server.deploy([process.execPath, NETWORK_PROBE])),
+    input,
+  );
   const run = await server.waitForRun(run_id);
   expect(run.status, JSON.stringify(run)).toBe('succeeded');
   return run.output as NetworkReport;
@@ -111,6 +117,19 @@ describe.runIf(canIsolate)('the default network, isolated (a real crewd, RUNNER_
     for (const target of targets) expect(report.connect[target], target).toMatchObject({ ok: false });
     // Only this process's own connections above got to the server.
     expect(listener.connections()).toBe(hosts.length);
+  });
+
+  it('gives a run that takes a spare sandbox the same network, made with the spare', async () => {
+    const deployment = await server.deploy([process.execPath, NETWORK_PROBE]);
+    const target = `127.0.0.1:${listener.port}`;
+    await probeRun(server, {}, deployment);
+    // Once a run of its shape ended, a spare of that shape waits for the next one.
+    const runs = path.join(server.dataDir, 'runs');
+    await until(() => readdirSync(runs).some((name) => name.startsWith('.spare-')));
+    const report = await probeRun(server, { connect: [target] }, deployment);
+    expect(Object.keys(report.interfaces).filter((name) => name !== 'lo')).toHaveLength(1);
+    expect(report.defaultRoute).toBe(true);
+    expect(report.connect[target]).toMatchObject({ ok: false });
   });
 
   it('is not a loopback client of /metrics', async () => {
