@@ -43,16 +43,8 @@ import sys
 
 from . import cli, crewai_rehearsal, hot_pages, run_home
 from .forkchild import run_child, wait_as_spare
-from .forkwire import (
-    NotCrewd,
-    check_peer,
-    exit_message,
-    forward_signal,
-    kill_group,
-    read_secret,
-    receive_request,
-    send_final,
-)
+from .forkwire import NotCrewd, check_peer, exit_message, forward_signal, kill_group, read_secret, receive_request
+from .forkwire import send_final
 
 # How often a server checks that its socket file is still there: crewd removes it to retire the server.
 SOCKET_CHECK_SECONDS = 2.0
@@ -227,15 +219,8 @@ class ForkServer:
         pid = os.fork()
         if pid == 0:
             control.close()
-            wait_as_spare(
-                child_end,
-                self._load,
-                self._sockets(),
-                self._hot_ranges,
-                self._regions,
-                self._warm_up_child,
-                self._enter_home,
-            )
+            ahead = (self._hot_ranges, self._regions, self._warm_up_child)
+            wait_as_spare(child_end, self._load, self._sockets(), *ahead, self._enter_home)
         child_end.close()
         self._spare = (pid, control)
 
@@ -395,7 +380,9 @@ def main(argv=None):
     try:
         load, warm_up_child = preload(args, os.getcwd())
         listener = listen(args.socket)
-        server = ForkServer(listener, args.socket, secret, homes, load, args.idle_exit, warm_up_child, args.header_seconds)
+        server = ForkServer(
+            listener, args.socket, secret, homes, load, args.idle_exit, warm_up_child, args.header_seconds
+        )
         # What was imported stays shared with the children: a collection in a child would touch every object and
         # copy the pages that hold them.
         gc.freeze()

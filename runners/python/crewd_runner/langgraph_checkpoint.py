@@ -101,7 +101,11 @@ def _refuse_calls(data):
     """Reads the msgpack through without constructing anything; raises CheckpointRefused at the first extension that
     names a type or method outside LangGraph's safe ones."""
     import ormsgpack
-    from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+
+    try:
+        from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+    except ImportError:  # a LangGraph without that list: nothing is constructed
+        SAFE_MSGPACK_METHODS = SAFE_MSGPACK_TYPES = frozenset()
 
     refused = []  # ormsgpack reports a hook's exception as its own ValueError
 

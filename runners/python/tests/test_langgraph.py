@@ -105,9 +105,8 @@ def test_a_checkpoint_naming_a_constructor_is_refused_and_nothing_of_it_runs(pro
     marker = tmp_path / "ran"
     code = f"open({str(marker)!r}, 'w').write('ran')"
     # The call hides in a pending write's value, under a set (a safe type) the first time.
-    hidden = ormsgpack.packb(
-        {"v": ormsgpack.Ext(0, ormsgpack.packb(["builtins", "set", [ormsgpack.Ext(0, ormsgpack.packb(["builtins", "exec", code]))]]))}
-    )
+    call = ormsgpack.Ext(0, ormsgpack.packb(["builtins", "exec", code]))
+    hidden = ormsgpack.packb({"v": ormsgpack.Ext(0, ormsgpack.packb(["builtins", "set", [call]]))})
     for checkpoint, write in ((constructor_payload("builtins", "exec", code), None), (None, hidden)):
         entry = {
             "ns": "",
@@ -116,7 +115,8 @@ def test_a_checkpoint_naming_a_constructor_is_refused_and_nothing_of_it_runs(pro
             "metadata": typed(ormsgpack.packb({})),
             "writes": [{"task_id": "t", "channel": "text", "value": typed(write)}] if write else [],
         }
-        thread = {"thread_id": "thr_x", "values": {}, "checkpoint": {"format": "crewd.langgraph.v1", "checkpoints": [entry]}}
+        checkpoint_value = {"format": "crewd.langgraph.v1", "checkpoints": [entry]}
+        thread = {"thread_id": "thr_x", "values": {}, "checkpoint": checkpoint_value}
 
         result = run_runner("graph", "echo_graph.py:graph", projects, request({"text": "x"}, thread))
 
