@@ -51,8 +51,9 @@ export function createRunQueue(options: {
   };
 
   function slotFreed(orgId: string): void {
-    // An organization at its share may have runs queued that only its own slot lets start.
-    if (slots.atCap(orgId)) state.pendingMayExist = true;
+    // An organization at its share may have runs queued that only its own slot lets start (a share of every slot
+    // is no share: then the usual bookkeeping already knows whether runs wait).
+    if (share() < options.maxConcurrentRuns && slots.atCap(orgId)) state.pendingMayExist = true;
     slots.release(orgId);
     // Only runs queued here are looked for at once; runs other instances queued wait for the tick.
     if (state.pendingMayExist) pump();
