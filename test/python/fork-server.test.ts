@@ -123,11 +123,26 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
     expect(existsSync(runsFolder)).toBe(true);
     if (ctx.config.runnerSandbox !== 'off') expect(second.output.visible).toEqual([dataDir]);
     // The run's home, in its server's folder of homes (runners/python/crewd_runner/run_home.py).
-    expect(second.output.tmp).toMatch(/^\/tmp\/crewd-server-[^/]+\/runs\/[0-9a-f]{32}\/tmp$/);
+    expect(second.output.tmp).toMatch(/\/crewd-server-[^/]+\/runs\/[0-9a-f]{32}\/tmp$/);
     expect(third.output.tmp).not.toBe(second.output.tmp);
 
     const started = (await ctx.call('GET', `/v1/runs/${second.id}/events?last_event_id=0`)).body;
     expect(started).toContain('"entrypoint":"python -m crewd_runner --graph graph.py:graph"');
+  });
+
+  it("starts the server with the version's environment and nothing of crewd's or of a run's", {
+    timeout: 120_000,
+  }, async () => {
+    await until(() => forkServerSockets(dataDir).length > 0, 60_000);
+    const [server] = forkServerPythons(dataDir).filter((pid) => !forkServerChildren(dataDir).includes(pid));
+    const names = readFileSync(`/proc/${server}/environ`, 'utf8')
+      .split('\0')
+      .filter((entry) => entry !== '')
+      .map((entry) => entry.slice(0, entry.indexOf('=')));
+    const homes = ['HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'TMPDIR'];
+    const allowed = new Set([...Object.keys(testVenvBundleEnv()), 'PATH', 'PYTHONPATH', ...homes]);
+
+    expect(names.filter((name) => !allowed.has(name))).toEqual([]);
   });
 
   it('cancels a forked run: its child in the server ends', { timeout: 120_000 }, async () => {
