@@ -181,6 +181,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     instanceId: lease.id,
     launcher,
     forkServers,
+    secrets,
   });
   const wakeUps = createWakeUps(db, listener, logger);
   const queuedRunsMayStart = () => wakeUps.runsWaiting();

@@ -7,6 +7,7 @@ import type { Database } from '../db/types.js';
 import * as deploymentsRepo from '../deployments/repository.js';
 import type { BundleVersionQuery } from '../deployments/schemas.js';
 import { toVersion, versionNotFound } from '../deployments/service.js';
+import type { StoredSecrets } from '../deployments/stored-secrets.js';
 import type { VariableService } from '../deployments/variables.js';
 import { notFound } from '../errors.js';
 import type { LocalEventBus } from '../events/bus.js';
@@ -34,7 +35,6 @@ import { detectProject } from './project.js';
 import { buildToolsDir } from './python-tools.js';
 import * as repo from './repository.js';
 import { BuildFailure, type BuildLogger } from './run-step.js';
-
 import { buildFeed, buildStreamSource } from './stream-source.js';
 import { inspectBundle } from './unpack.js';
 
@@ -63,6 +63,8 @@ export interface BuildServiceOptions {
   >;
   /** The runners' launcher, in the sandbox: build steps start through it too (CONTRACTS §12). */
   launcher: ProcessLauncher;
+  /** Seals a new version's env with SECRETS_KEY as it is stored. */
+  secrets?: Pick<StoredSecrets, 'storedEnv'> | undefined;
   variables: VariableService;
   /** The run event bus (build logs share it). */
   bus: LocalEventBus;
@@ -227,13 +229,14 @@ export function createBuildService(options: BuildServiceOptions) {
         await repo.insertBundle(trx, { sha256, size: data.length, data });
         const number = await deploymentsRepo.nextVersionNumber(trx, orgId, deploymentId);
         if (number === undefined) throw notFound('Deployment not found');
+        const id = newId('ver');
         return deploymentsRepo.insertVersion(trx, {
-          id: newId('ver'),
+          id,
           deployment_id: deploymentId,
           number,
           command: project.command,
           cwd: null,
-          env: project.env,
+          ...(options.secrets ? options.secrets.storedEnv(id, project.env) : { env: project.env }),
           timeout_seconds: query.timeout_seconds ?? project.timeoutSeconds,
           bundle: {
             runtime: project.runtime,

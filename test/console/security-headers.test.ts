@@ -13,11 +13,9 @@ async function watchViolations(page: Page): Promise<string[]> {
     if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
   });
   await page.exposeFunction('reportViolation', (text: string) => violations.push(text));
-  await page.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (event) => {
-      const report = (window as unknown as { reportViolation: (text: string) => void }).reportViolation;
-      report(`${event.violatedDirective} blocked ${event.blockedURI}`);
-    });
+  await page.addInitScript({
+    content: `document.addEventListener('securitypolicyviolation', (event) =>
+      window.reportViolation(event.violatedDirective + ' blocked ' + event.blockedURI));`,
   });
   return violations;
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { project, upload, waitForBuild } from '../builds/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createRunContext, crew, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
 import { type Receiver, startReceiver } from '../webhooks/helpers.js';
@@ -88,6 +89,25 @@ describe('stored secrets with SECRETS_KEY', () => {
     const delivery = await until(() => receiver.received.find((one) => one.body.includes(run.id)));
     expect(delivery.verified).toBe(true);
   });
+
+  it("seals a bundle version's env as it is stored", async () => {
+    const uploaded = await upload(ctx, deploymentId, ENV_BUNDLE, '?environment=production');
+    expect(uploaded.statusCode, uploaded.body).toBe(201);
+    const version = await waitForBuild(ctx, deploymentId, uploaded.json().id);
+    expect(version.status, JSON.stringify(version)).toBe('ready');
+    expect(await rawSecrets(ctx)).not.toContain('bundle-env-value-4');
+    const run = await waitForRun(ctx, (await startRun(ctx, deploymentId)).run_id);
+    expect(run.status, run.error_message).toBe('succeeded');
+    expect(run.output.env).toMatchObject({ FROM_BUNDLE: 'bundle-env-value-4', FROM_VARIABLE: VARIABLE });
+  });
+});
+
+/** A bundle whose crewd.json gives the version an env, and whose crew reports its own. */
+const ENV_BUNDLE = project({
+  'crewd.json': JSON.stringify({ command: [process.execPath, 'crew.mjs'], env: { FROM_BUNDLE: 'bundle-env-value-4' } }),
+  'crew.mjs':
+    "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(" +
+    "{ type: 'run.completed', data: { output: { env: process.env } } })));",
 });
 
 async function firstWebhook(ctx: RunContext): Promise<string> {
