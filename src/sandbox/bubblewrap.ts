@@ -156,7 +156,8 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const hiding = hidden
     .filter((folder) => view.shown.some((shown) => within(folder, shown)))
     .flatMap((folder) => ['--tmpfs', folder]);
-  const common = [...view.args, ...freshArguments(limits), ...hiding];
+  // The fresh /tmp first: a folder shown from under the host's /tmp (an installation there) goes over it.
+  const common = [...freshArguments(limits), ...view.args, ...hiding];
   /** DATA_DIR/runs, where scratch folders are, as the sandbox sees it (the same path). */
   const runsFolder = path.join(realFolder(options.dataDir), 'runs');
   /** Spares wait in the machine's shell: none without one. */
