@@ -94,7 +94,7 @@ export function createForkServers(options: ForkServersOptions) {
     if (root !== undefined) return root;
     mkdirSync(options.dataDir, { recursive: true });
     const parent = path.join(realpathSync.native(options.dataDir), 'f');
-    const length = Buffer.byteLength(parent) + 7 + SERVER_PATH_BYTES;
+    const length = Buffer.byteLength(parent) + '/XXXXXX'.length + SERVER_PATH_BYTES;
     if (length > MAX_SOCKET_PATH_BYTES) {
       logger.warn(
         { dataDir: options.dataDir, socketPathBytes: length, limit: MAX_SOCKET_PATH_BYTES },
