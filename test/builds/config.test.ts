@@ -20,9 +20,16 @@ describe('build settings', () => {
     ['MAX_CONCURRENT_BUILDS', '1.5'],
     ['BUILD_TIMEOUT_SECONDS', 'forever'],
     ['SECRETS_KEY', 'too-short'],
+    ['BUILD_PYTHON_INSTALLER', 'conda'],
   ])('stops on a bad %s, naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^Invalid configuration: ${name} `));
+  });
+
+  it('builds with uv unless BUILD_PYTHON_INSTALLER says pip', () => {
+    expect(loadConfig({}).buildPythonInstaller).toBe('uv');
+    expect(loadConfig({ BUILD_PYTHON_INSTALLER: 'pip' }).buildPythonInstaller).toBe('pip');
+    expect(() => loadConfig({ BUILD_PYTHON_INSTALLER: 'conda' })).toThrow(/BUILD_PYTHON_INSTALLER must be uv or pip/);
   });
 
   it('hands build steps the package tools’ settings, never the service’s secrets', () => {
