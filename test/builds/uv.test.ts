@@ -155,3 +155,36 @@ describe.skipIf('reason' in uv)(title, () => {
     expect(readFileSync(path.join(run.output.prefix, 'pyvenv.cfg'), 'utf8')).toMatch(/^uv = /m);
   });
 });
+
+describe('Python builds where uv can be neither found nor installed', () => {
+  let ctx: RunContext;
+  beforeAll(async () => {
+    // A machine whose pip may use no package index (a pip setting the docs name): uv cannot be installed.
+    ctx = await createRunContext({ DATA_DIR: tempDataDir(), PATH: pathWithoutUv, PIP_NO_INDEX: '1' });
+  });
+  afterAll(async () => ctx?.close());
+
+  it('install with pip after one warning, and try no more in this process', { timeout: 300_000 }, async () => {
+    const deploymentId = await createDeployment(ctx, 'pip-fallback');
+    const logs: string[][] = [];
+    for (const pin of ['first', 'second']) {
+      const bundle = project({
+        'crewd.json': JSON.stringify({ command: ['python', '-c', 'pass'] }),
+        'requirements.txt': `# ${pin}\n`,
+      });
+      const response = await upload(ctx, deploymentId, bundle);
+      const version = await waitForBuild(ctx, deploymentId, response.json().id);
+      expect(version.status, version.build_error).toBe('ready');
+      logs.push(await buildLog(ctx, deploymentId, version.id));
+    }
+    const [first = [], second = []] = logs;
+    expect(first.some((line) => line.startsWith('uv is not on PATH: installing it once'))).toBe(true);
+    for (const log of [first, second]) {
+      const warnings = log.filter((line) => line.startsWith("warning: uv could not be installed into crewd's build"));
+      expect(warnings, log.join('\n')).toHaveLength(1);
+      expect(warnings[0]).toMatch(/No matching distribution found for uv\): using pip$/);
+      expect(log).toContain('using pip (no uv)');
+    }
+    expect(second.some((line) => line.startsWith('uv is not on PATH: installing'))).toBe(false);
+  });
+});
