@@ -9,6 +9,7 @@ these are the runner's share of them.
 
 import json
 import os
+import secrets
 import signal
 import socket
 import statistics
@@ -45,11 +46,16 @@ def run_process(argv, run_input):
         raise RuntimeError(f"run did not complete: {done.stdout[-500:]} {done.stderr[-500:]}")
 
 
+# What the server gets on its standard input and each request carries, as crewd does.
+SECRET = secrets.token_hex(32)
+
+
 def run_forked(socket_path, run_input):
     request = json.dumps({"run_id": "run_bench", "input": run_input, "thread": None, "command": None})
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(socket_path)
-    sock.sendall(json.dumps({"env": runner_env(), "cwd": str(PROJECTS), "stdin": request}).encode() + b"\n")
+    header = {"secret": SECRET, "env": runner_env(), "cwd": str(PROJECTS), "stdin": request}
+    sock.sendall(json.dumps(header).encode() + b"\n")
     received = b""
     while data := sock.recv(65536):
         received += data
@@ -71,7 +77,10 @@ def forked_ms(kind, target, run_input):
             [sys.executable, "-m", "crewd_runner.forkserver", f"--{kind}", target, "--socket", socket_path],
             cwd=PROJECTS,
             env=runner_env(),
+            stdin=subprocess.PIPE,
         )
+        server.stdin.write(f"{SECRET}\n".encode())
+        server.stdin.close()
         try:
             while not os.path.exists(socket_path):
                 time.sleep(0.05)
