@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunContext, dataOf, type RunContext, readStream, startRun, waitForRun } from '../runs/helpers.js';
@@ -113,9 +113,7 @@ describe('Python builds without uv on PATH', () => {
   });
 });
 
-// Not in the temporary folder: the sandbox has a /tmp of its own.
-mkdirSync(path.join(homedir(), '.cache', 'crewd'), { recursive: true });
-const folder = mkdtempSync(path.join(homedir(), '.cache', 'crewd', 'uv-test-'));
+const folder = mkdtempSync(path.join(tmpdir(), 'crewd-uv-'));
 const uv = installUv(folder);
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
