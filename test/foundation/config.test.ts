@@ -44,6 +44,18 @@ describe('configuration', () => {
       pythonForkServerIdleSeconds: 600,
       secretsKey: undefined,
       buildEnv: {},
+      runLimits: {
+        cpuSeconds: 3600,
+        events: 10_000,
+        homeMb: 1024,
+        memoryMb: 4096,
+        outputMb: 64,
+        processes: 512,
+        tmpMb: 1024,
+      },
+      runnerExtraPaths: [],
+      runnerPath: undefined,
+      buildPythonInstaller: 'uv',
     });
   });
 

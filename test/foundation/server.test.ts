@@ -147,7 +147,7 @@ describe('the server process without BOOTSTRAP_API_KEY', () => {
         .filter((entry) => entry.level === 40);
       expect(warnings.map((entry) => entry.msg)).toEqual([
         'BOOTSTRAP_API_KEY is set but ignored: organization "default" already has an admin key, and it is not this one. ' +
-          'Use an existing admin key (or create one with POST /v1/api-keys), and unset BOOTSTRAP_API_KEY',
+          'Use an existing admin key, or stop crewd and run `npx crewd admin-key` for a new one; then unset BOOTSTRAP_API_KEY',
       ]);
       expect(second.output()).not.toContain(ignoredKey);
     } finally {
