@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { SANDBOX_HOME_ENV } from '../sandbox/home.js';
-import type { Sandbox, SpareShape } from '../sandbox/index.js';
+import type { Sandbox, SpareShape, WrappedPlan } from '../sandbox/index.js';
 import { makeHome, removeLeftoverHomes } from './home-folders.js';
 import type { LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
 import { createSparePool } from './sandbox-spares.js';
@@ -37,6 +37,15 @@ function plainLauncher(inner: ProcessLauncher, runsDir: string): ProcessLauncher
   };
 }
 
+/** The sandbox's line (its process's environment, folder and command) first, then the request's input. */
+const withLine = (line: string | null, stdin: string | null): string | null =>
+  line === null || stdin === null ? stdin : `${line}\n${stdin}`;
+
+/** A process launched with its input to come: the sandbox's line goes first. */
+function firstLine(launched: LaunchedProcess, line: string): LaunchedProcess {
+  return { ...launched, sendStdin: (text) => launched.sendStdin(`${line}\n${text}`) };
+}
+
 /**
  * A launcher whose processes start in the sandbox (CONTRACTS §12): each request's plan is wrapped
  * first, with the sandbox's home over the request's. With `spares`, a run takes a sandbox of its
@@ -67,7 +76,7 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
   async function launch(request: LaunchRequest) {
     // The sandbox's home and /tmp, over whatever the version's env says of them.
     const plain = { command: request.command, cwd: request.cwd, env: { ...request.env, ...SANDBOX_HOME_ENV } };
-    let plan: ReturnType<Sandbox['wrap']>;
+    let plan: WrappedPlan;
     let shape: SpareShape | null = null;
     try {
       if (pool && request.stdin !== null) {
@@ -79,9 +88,11 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
     } catch (error) {
       return { error: error instanceof Error ? error.message : String(error) };
     }
-    const launched = await inner.launch({ ...request, ...plan });
+    const { line, ...spawned } = plan;
+    const launched = await inner.launch({ ...request, ...spawned, stdin: withLine(line, request.stdin) });
     if ('error' in launched) return launched;
-    return shape ? afterwards(launched, shape) : inSandbox(launched);
+    const started = line !== null && request.stdin === null ? firstLine(launched, line) : launched;
+    return shape ? afterwards(started, shape) : inSandbox(started);
   }
 
   return {

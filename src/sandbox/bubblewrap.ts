@@ -4,8 +4,8 @@ import { DEFAULT_RUN_LIMITS, type RunLimits } from '../execution/limits.js';
 import { findOnPath, isExecutableFile } from '../program-search.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from './home.js';
 import { bwrapUnsharesNetwork, type NetworkSetup, networkCommand } from './network.js';
-import { exportable, SPARE_SHELL, spareLine } from './spare-shell.js';
-import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SpareShape } from './types.js';
+import { assertExportable, SPARE_SHELL, spareLine } from './spare-shell.js';
+import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SpareShape, WrappedPlan } from './types.js';
 import { installationFolder, machineView, nodeFolder, pythonsOf, realFolder, within } from './view.js';
 
 /** Where the limits are applied and the capabilities dropped: util-linux, on every Debian and Ubuntu. */
@@ -160,8 +160,6 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const common = [...freshArguments(limits), ...view.args, ...hiding];
   /** DATA_DIR/runs, where scratch folders are, as the sandbox sees it (the same path). */
   const runsFolder = path.join(realFolder(options.dataDir), 'runs');
-  /** Spares wait in the machine's shell: none without one. */
-  const withShell = isExecutableFile(SPARE_SHELL[0] as string);
   /** bwrap's argv in the network the process gets (network.ts). */
   const withNetwork = (confinement: Confinement, bwrap: string[]) =>
     networkCommand(confinement.network ?? options.network, bwrap, options.networkSetup ?? null);
@@ -186,31 +184,36 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
     return args;
   }
 
-  /** bwrap's plan: the read-only arguments, then the writable folders, then the command in its folder. */
-  function wrapped(plan: ProcessPlan, readOnly: readonly string[], confinement: Confinement): ProcessPlan {
+  /**
+   * bwrap's plan: the read-only arguments, then the writable folders, then the sandbox's shell in
+   * the process's folder. Everything on the host starts with an empty environment (an admin's
+   * LD_PRELOAD would load a library there); the process gets exactly its own through `line`.
+   */
+  function wrapped(plan: ProcessPlan, readOnly: readonly string[], confinement: Confinement): WrappedPlan {
+    assertExportable(plan.env);
     const cwd = path.resolve(plan.cwd);
     const args = [...readOnly];
     for (const folder of confinement.writable) {
       const real = realFolder(folder);
       args.push('--bind', real, real);
     }
-    args.push(...SEAL, '--chdir', cwd, '--', ...prefix, ...plan.command);
-    // bwrap passes its own environment on unchanged, so the runner gets exactly plan.env.
-    return { command: withNetwork(confinement, [options.bwrapPath, ...args]), cwd, env: plan.env };
+    args.push(...SEAL, '--chdir', cwd, '--', ...prefix, ...SPARE_SHELL);
+    const command = withNetwork(confinement, [options.bwrapPath, ...args]);
+    return { command, cwd, env: {}, line: spareLine({ ...plan, cwd }) };
   }
 
   return {
     kind: 'bubblewrap',
-    wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan {
+    wrap(plan: ProcessPlan, confinement: Confinement): WrappedPlan {
       return wrapped(plan, readOnlyArguments(plan, path.resolve(plan.cwd), confinement), confinement);
     },
 
     spareShape(plan: ProcessPlan, confinement: Confinement): SpareShape | null {
-      if (!withShell) return null;
       const cwd = realFolder(plan.cwd);
       const [writable, ...more] = confinement.writable.map(realFolder);
       const scratch = writable !== undefined && writable === cwd && path.dirname(cwd) === runsFolder ? cwd : null;
-      if (more.length > 0 || (writable !== undefined && !scratch) || !exportable(plan.env)) return null;
+      if (more.length > 0 || (writable !== undefined && !scratch)) return null;
+      assertExportable(plan.env);
       const args = readOnlyArguments(plan, cwd, confinement);
       // stat follows links, so the folders as given name the same files as their real paths (found above already).
       const bound = [cwd, ...confinement.readOnly].filter((folder) => folder !== scratch);

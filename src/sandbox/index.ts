@@ -8,7 +8,15 @@ import { plainSandbox } from './plain.js';
 import { type NetworkProbeResult, probeBubblewrap, probeIsolatedNetwork } from './probe.js';
 import type { RunnerNetwork, Sandbox, SandboxMode } from './types.js';
 
-export type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SandboxMode, SpareShape } from './types.js';
+export type {
+  Confinement,
+  ProcessPlan,
+  RunnerNetwork,
+  Sandbox,
+  SandboxMode,
+  SpareShape,
+  WrappedPlan,
+} from './types.js';
 
 export interface SandboxOptions {
   mode: SandboxMode;

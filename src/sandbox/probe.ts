@@ -40,7 +40,9 @@ async function trySandbox(
       { writable: [scratch], readOnly: [] },
     );
     const [file, ...args] = plan.command;
-    await run(file as string, args, { cwd: plan.cwd, env: plan.env, timeout: 10_000 });
+    const started = run(file as string, args, { cwd: plan.cwd, env: plan.env, timeout: 10_000 });
+    started.child.stdin?.end(`${plan.line ?? ''}\n`);
+    await started;
     return null;
   } catch (error) {
     const failure = error as { stderr?: string; message: string };

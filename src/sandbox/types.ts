@@ -5,6 +5,15 @@ export interface ProcessPlan {
   env: Record<string, string>;
 }
 
+/**
+ * What to spawn for a process: on the host, with an environment of its own (the sandbox's is
+ * empty), and `line` to write first on its standard input, before the process's own input.
+ */
+export interface WrappedPlan extends ProcessPlan {
+  /** The process's environment, folder and command for the sandbox's shell (spare-shell.ts); null: the plan is the process. */
+  line: string | null;
+}
+
 /** A file of the host put into the process's home (a build's package-tool settings), read-only in the sandbox. */
 export interface HomeFile {
   source: string;
@@ -38,7 +47,7 @@ export interface SpareShape {
   /** The scratch folder the process works in (under `DATA_DIR/runs`), or null when it works elsewhere. */
   scratch: string | null;
   /** What `wrap` gives for the request, when no spare waits (from the same arguments). */
-  fresh(): ProcessPlan;
+  fresh(): WrappedPlan;
   /**
    * What the folders bound into the sandbox are now (which files on disk): a spare made before one
    * of them was replaced, as a rebuilt version's files are, sees the old one and is not taken.
@@ -54,10 +63,11 @@ export interface Sandbox {
    */
   spareShape?(plan: ProcessPlan, confinement: Confinement): SpareShape | null;
   /**
-   * The plan to spawn instead: for bubblewrap, bwrap's argv wrapping the command; for none, the plan itself.
+   * The plan to spawn instead: for bubblewrap, bwrap's argv, with an empty environment, starting the
+   * sandbox's shell, which gets the process's plan as `line`; for none, the plan itself.
    * Throws an ENOENT error, as a spawn would, when the bubblewrap sandbox cannot find the program.
    */
-  wrap(plan: ProcessPlan, confinement: Confinement): ProcessPlan;
+  wrap(plan: ProcessPlan, confinement: Confinement): WrappedPlan;
 }
 
 export type SandboxMode = 'auto' | 'on' | 'off';

@@ -36,7 +36,8 @@ function exitedLauncher(leftover: ChildProcess): ProcessLauncher {
 }
 
 /** The sandbox's launcher around it, its plan left as it is: what remains is how it ends a group. */
-const inSandbox = (inner: ProcessLauncher) => sandboxedLauncher(inner, { kind: 'bubblewrap', wrap: (plan) => plan });
+const inSandbox = (inner: ProcessLauncher) =>
+  sandboxedLauncher(inner, { kind: 'bubblewrap', wrap: (plan) => ({ ...plan, line: null }) });
 
 const request = { command: ['runner'], cwd: '/', env: {}, stdin: '', confinement: { writable: [], readOnly: [] } };
 
