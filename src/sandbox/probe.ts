@@ -41,7 +41,8 @@ async function trySandbox(
     );
     const [file, ...args] = plan.command;
     const started = run(file as string, args, { cwd: plan.cwd, env: plan.env, timeout: 10_000 });
-    started.child.stdin?.end(`${plan.line ?? ''}\n`);
+    // A bwrap that fails at once has closed its input already: its error is what the probe reports.
+    started.child.stdin?.on('error', () => {}).end(`${plan.line ?? ''}\n`);
     await started;
     return null;
   } catch (error) {

@@ -88,7 +88,7 @@ describe('createSandbox', () => {
     const { logger, lines } = capturingLogger();
     const sandbox = await createSandbox(options({ mode: 'off' }, logger));
     const plan = { command: ['true'], cwd: scratch, env: { PATH: '/usr/bin:/bin' } };
-    expect(sandbox.wrap(plan, { writable: [scratch], readOnly: [] })).toBe(plan);
+    expect(sandbox.wrap(plan, { writable: [scratch], readOnly: [] })).toEqual({ ...plan, line: null });
     expect(lines).toEqual([expect.objectContaining({ level: 30, sandbox: 'none' })]);
   });
 });
@@ -124,7 +124,8 @@ describe('a bubblewrap plan', () => {
     expect(plan.cwd).toBe(work);
     expect(plan.command).toContain('--unshare-net');
     const [file, ...args] = plan.command;
-    const output = execFileSync(file as string, args, { cwd: plan.cwd, env: plan.env, encoding: 'utf8' });
+    const input = `${plan.line}\n`;
+    const output = execFileSync(file as string, args, { cwd: plan.cwd, env: plan.env, input, encoding: 'utf8' });
     const lines = output.trim().split('\n');
     expect(lines.slice(0, 6)).toEqual(['built', 'no-hidden', 'no-write-built', 'wrote-work', work, 'own-pids']);
     expect(lines[6]?.trim().split(' ')).toEqual(['ONLY=this', 'PATH=/usr/bin:/bin', `PWD=${work}`]);
@@ -150,7 +151,8 @@ describe('a bubblewrap plan', () => {
     );
     expect(plan.command).not.toContain('--unshare-net');
     const [file, ...args] = plan.command;
-    expect(execFileSync(file as string, args, { env: plan.env, encoding: 'utf8' }).trim()).toBe('hidden');
+    const input = `${plan.line}\n`;
+    expect(execFileSync(file as string, args, { env: plan.env, input, encoding: 'utf8' }).trim()).toBe('hidden');
     rmSync(cache, { recursive: true, force: true });
   });
 

@@ -59,7 +59,8 @@ describe.skipIf(bwrap === null)("a build step and the service user's package-ind
       { writable: [], readOnly: settings.readOnly, homeFiles: settings.homeFiles },
     );
     const [file, ...args] = plan.command;
-    const result = spawnSync(file as string, args, { cwd: plan.cwd, env: plan.env, encoding: 'utf8' });
+    const input = `${plan.line}\n`;
+    const result = spawnSync(file as string, args, { cwd: plan.cwd, env: plan.env, input, encoding: 'utf8' });
     expect(result.stderr).toBe('');
     expect(result.stdout.split('\n')).toEqual([
       '[global]',
