@@ -140,7 +140,8 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
       .filter((entry) => entry !== '')
       .map((entry) => entry.slice(0, entry.indexOf('=')));
     const homes = ['HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'TMPDIR'];
-    const allowed = new Set([...Object.keys(testVenvBundleEnv()), 'PATH', 'PYTHONPATH', ...homes]);
+    // PWD as bwrap's --chdir sets it, in the sandbox.
+    const allowed = new Set([...Object.keys(testVenvBundleEnv()), 'PATH', 'PYTHONPATH', 'PWD', ...homes]);
 
     expect(names.filter((name) => !allowed.has(name))).toEqual([]);
   });
