@@ -62,14 +62,18 @@ function spawnCrew(file: string, input: Record<string, unknown>, sandbox?: Sandb
     // The environment a runner gets (not this process's, which carries tsx in NODE_OPTIONS).
     const env = { PATH: process.env.PATH ?? '', ...Object.fromEntries(RUNNER_VARS.map((name) => [name, 'baseline'])) };
     const plain = { command: [process.execPath, path.join(CREWS, file)], cwd: BASELINE_FOLDER, env };
-    const plan = sandbox ? sandbox.wrap(plain, { writable: [BASELINE_FOLDER], readOnly: [] }) : plain;
+    const plan = sandbox
+      ? sandbox.wrap(plain, { writable: [BASELINE_FOLDER], readOnly: [] })
+      : { ...plain, line: null };
     const [program = '', ...args] = plan.command;
     const child = spawn(program, args, { stdio: ['pipe', 'pipe', 'pipe'], env: plan.env, cwd: plan.cwd });
     child.stdout.resume();
     child.stderr.resume();
     child.once('error', reject);
     child.once('close', () => resolve());
-    child.stdin.end(JSON.stringify({ run_id: 'baseline', input, thread: null }));
+    const stdin = JSON.stringify({ run_id: 'baseline', input, thread: null });
+    // The sandbox's line first, as crewd's launcher writes it.
+    child.stdin.end(plan.line === null ? stdin : `${plan.line}\n${stdin}`);
   });
 }
 
