@@ -28,7 +28,7 @@ const ALWAYS_BLOCKED = ['169.254.0.0/16'];
  * mapping crewd's user back to its own id (in the namespace made here, it is root).
  * The stack ends with the sandbox: its --exit-fd is held by this shell, which waits for both.
  * Arguments: the tools' paths, a private host folder for the pipes, the `ip -batch` lines, then
- * bwrap's argv. Every program is named by its path: the runner's environment (PATH) comes along.
+ * bwrap's argv. Every program is named by its path: it all starts with an empty environment (no PATH).
  */
 const SCRIPT = `unshare=$1 slirp=$2 ip=$3 mkfifo=$4 rm=$5 p=$6/$$ routes=$7
 shift 7
