@@ -139,11 +139,6 @@ export function processGone(pid: number): boolean {
   }
 }
 
-/**
- * Host pids of the live processes started for a run: the runner, its children and, in the
- * sandbox, bwrap. All carry the run's CREWD_RUN_ID; a pid a runner reports about itself is only
- * meaningful inside its own PID namespace.
- */
 /** Processes whose command line holds `marker`. */
 export function processesWith(marker: string): string[] {
   return readdirSync('/proc')
@@ -157,6 +152,11 @@ export function processesWith(marker: string): string[] {
     });
 }
 
+/**
+ * Host pids of the live processes started for a run: the runner and its children, which carry the
+ * run's CREWD_RUN_ID (in the sandbox, bwrap starts with an empty environment and is not among them);
+ * a pid a runner reports about itself is only meaningful inside its own PID namespace.
+ */
 export function runProcesses(runId: string): number[] {
   const marker = `\0CREWD_RUN_ID=${runId}\0`;
   const pids: number[] = [];
