@@ -160,6 +160,18 @@ describe.skipIf(bwrapPath === null)("the sandbox's host-side programs never get 
     }
   }
 
+  it("refuses, naming it, a variable the sandbox's shell cannot export", async () => {
+    const started = start('on', createSpawner(createLogger('silent')), true);
+    const launched = await started.launch({
+      command: [process.execPath, '-e', RUNNER],
+      cwd: runsDir,
+      env: { PATH: '/usr/bin:/bin', 'npm_config_odd-name': 'x' },
+      stdin: '',
+      confinement: { writable: [], readOnly: [] },
+    });
+    expect(launched).toEqual({ error: expect.stringContaining('"npm_config_odd-name" cannot be given') });
+  });
+
   it('a run that takes a spare sandbox, and the fresh one before it', async () => {
     const started = start('on', createSpawner(createLogger('silent')), true);
     await checkRun(started);
