@@ -1,10 +1,10 @@
-import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { randomToken } from '../ids.js';
 import { homeEnvironment } from '../sandbox/home.js';
 import type { HomeFile } from '../sandbox/types.js';
-import { processAlive } from './process-group.js';
+import { removeFoldersOfGoneProcesses } from './process-group.js';
 
 /** Homes of plain processes: `DATA_DIR/runs/.home-<pid of their crewd>-…/{home,tmp}`. */
 const HOME_PREFIX = '.home-';
@@ -37,16 +37,5 @@ export async function makeHome(runsDir: string, files: readonly HomeFile[]) {
 
 /** Removes the homes of crewd processes that are gone (killed before they could); a live one's are left alone. */
 export function removeLeftoverHomes(runsDir: string): void {
-  let names: string[] = [];
-  try {
-    names = readdirSync(runsDir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const owner = LEFTOVER.exec(name)?.[1];
-    if (owner !== undefined && !processAlive(Number(owner))) {
-      void rm(path.join(runsDir, name), { recursive: true, force: true });
-    }
-  }
+  removeFoldersOfGoneProcesses(runsDir, LEFTOVER);
 }

@@ -1,3 +1,6 @@
+import { readdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** True while the process exists (`-pgid`: any process of the group), whoever owns it. */
@@ -7,6 +10,25 @@ export function processAlive(pid: number): boolean {
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the folders of `parent` whose names `owned` ties to a crewd process (its first group, a pid) that is gone:
+ * what a killed process could not remove itself. A live process's (tests share a DATA_DIR) are left alone.
+ */
+export function removeFoldersOfGoneProcesses(parent: string, owned: RegExp): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const owner = owned.exec(name)?.[1];
+    if (owner !== undefined && !processAlive(Number(owner))) {
+      void rm(path.join(parent, name), { recursive: true, force: true });
+    }
   }
 }
 

@@ -1,11 +1,11 @@
-import { mkdirSync, readdirSync, renameSync, symlinkSync } from 'node:fs';
+import { mkdirSync, renameSync, symlinkSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { randomToken } from '../ids.js';
 import type { SpareShape } from '../sandbox/index.js';
 import type { LaunchedProcess, ProcessLauncher } from './launcher.js';
-import { processAlive } from './process-group.js';
+import { removeFoldersOfGoneProcesses } from './process-group.js';
 import { removeScratchFolder } from './run-setup.js';
 
 /** A spare nobody took for this long is ended; the next run of its shape makes another. */
@@ -143,18 +143,7 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
      * another live process's (tests share a DATA_DIR) are left alone.
      */
     removeLeftovers(): void {
-      let names: string[] = [];
-      try {
-        names = readdirSync(runsDir);
-      } catch {
-        return;
-      }
-      for (const name of names) {
-        const owner = LEFTOVER.exec(name)?.[1];
-        if (owner !== undefined && !processAlive(Number(owner))) {
-          void rm(path.join(runsDir, name), { recursive: true, force: true });
-        }
-      }
+      removeFoldersOfGoneProcesses(runsDir, LEFTOVER);
     },
 
     /** Ends the spares; a taken one is its run's, which ends with the launcher. */

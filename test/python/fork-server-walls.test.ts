@@ -6,7 +6,14 @@ import { newId } from '../../src/ids.js';
 import { insertCheckpoint } from '../../src/threads/repository.js';
 import { createDeployment, project, tempDataDir, upload, waitForBuild } from '../builds/helpers.js';
 import { createRunContext, deploy, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
-import { explainWithoutPython, forkServerSockets, testPython, testVenvBundleEnv, testVenvSettings } from './helpers.js';
+import {
+  deployGraphBundle,
+  explainWithoutPython,
+  forkServerSockets,
+  testPython,
+  testVenvBundleEnv,
+  testVenvSettings,
+} from './helpers.js';
 
 explainWithoutPython("A fork server only crewd reaches (CONTRACTS §12 'Fork servers')");
 
@@ -105,13 +112,7 @@ describe.runIf(testPython() !== null)("A fork server only crewd reaches (CONTRAC
   beforeAll(async () => {
     dataDir = tempDataDir();
     ctx = await createRunContext({ DATA_DIR: dataDir, ...testVenvSettings() });
-    deploymentId = await createDeployment(ctx, 'organization-a');
-    const crewdJson = { graph: 'graph.py:graph', env: testVenvBundleEnv(), timeout_seconds: 120 };
-    const bundle = project({ 'crewd.json': JSON.stringify(crewdJson), 'graph.py': GRAPH });
-    const response = await upload(ctx, deploymentId, bundle, '?environment=production');
-    expect(response.statusCode, response.body).toBe(201);
-    const version = await waitForBuild(ctx, deploymentId, response.json().id);
-    expect(version.status, version.build_error).toBe('ready');
+    deploymentId = await deployGraphBundle(ctx, 'organization-a', GRAPH);
     const first = await waitForRun(ctx, (await startRun(ctx, deploymentId, { text: 'a' })).run_id, undefined, 60_000);
     expect(first.status, first.error_message).toBe('succeeded');
     socketPath = await until(() => forkServerSockets(dataDir)[0] ?? null, 60_000);

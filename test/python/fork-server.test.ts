@@ -1,9 +1,16 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDeployment, project, tempDataDir, upload, waitForBuild } from '../builds/helpers.js';
+import { tempDataDir } from '../builds/helpers.js';
 import { createRunContext, type RunContext, readStream, startRun, until, waitForRun } from '../runs/helpers.js';
-import { explainWithoutPython, forkServerSockets, testPython, testVenvBundleEnv, testVenvSettings } from './helpers.js';
+import {
+  deployGraphBundle,
+  explainWithoutPython,
+  forkServerSockets,
+  testPython,
+  testVenvBundleEnv,
+  testVenvSettings,
+} from './helpers.js';
 
 explainWithoutPython('Python bundle versions through their fork server');
 
@@ -91,13 +98,7 @@ describe.runIf(testPython() !== null)('Python bundle versions through their fork
   beforeAll(async () => {
     dataDir = tempDataDir();
     ctx = await createRunContext({ DATA_DIR: dataDir, ...testVenvSettings() });
-    deploymentId = await createDeployment(ctx, 'echo-graph');
-    const crewdJson = { graph: 'graph.py:graph', env: testVenvBundleEnv(), timeout_seconds: 120 };
-    const bundle = project({ 'crewd.json': JSON.stringify(crewdJson), 'graph.py': GRAPH });
-    const response = await upload(ctx, deploymentId, bundle, '?environment=production');
-    expect(response.statusCode, response.body).toBe(201);
-    const version = await waitForBuild(ctx, deploymentId, response.json().id);
-    expect(version.status, version.build_error).toBe('ready');
+    deploymentId = await deployGraphBundle(ctx, 'echo-graph', GRAPH);
   }, 180_000);
   afterAll(async () => ctx?.close());
 

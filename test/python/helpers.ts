@@ -2,6 +2,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createDeployment, project, upload, waitForBuild } from '../builds/helpers.js';
+import type { RunContext } from '../runs/helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 export const RUNNER = path.join(ROOT, 'runners/python');
@@ -75,4 +77,19 @@ export function explainWithoutPython(title: string): void {
       expect(process.env.CI, 'CI builds the Python test environment before the suites').not.toBe('true');
     });
   });
+}
+
+/**
+ * A deployment whose production version is a bundle of the LangGraph graph `graphSource` (graph.py:graph), built
+ * against the test environment: its id, once the version is ready.
+ */
+export async function deployGraphBundle(ctx: RunContext, name: string, graphSource: string): Promise<string> {
+  const deploymentId = await createDeployment(ctx, name);
+  const crewdJson = { graph: 'graph.py:graph', env: testVenvBundleEnv(), timeout_seconds: 120 };
+  const bundle = project({ 'crewd.json': JSON.stringify(crewdJson), 'graph.py': graphSource });
+  const response = await upload(ctx, deploymentId, bundle, '?environment=production');
+  expect(response.statusCode, response.body).toBe(201);
+  const version = await waitForBuild(ctx, deploymentId, response.json().id);
+  expect(version.status, version.build_error).toBe('ready');
+  return deploymentId;
 }
