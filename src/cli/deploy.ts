@@ -38,7 +38,7 @@ export async function deploy(api: Api, io: Io, dir: string, options: DeployOptio
     io.err(
       options.environment
         ? `Ready: version ${version.number} now runs in ${options.environment}`
-        : `Ready: promote it with PUT /v1/deployments/${deploymentId}/environments/<environment>`,
+        : `Ready: run it in production with \`crewd promote ${options.deployment} ${version.number}\` (or --environment staging)`,
     );
     return 0;
   }
