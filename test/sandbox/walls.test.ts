@@ -36,7 +36,8 @@ describe('walls and limits of a run in the sandbox (RUNNER_SANDBOX=on)', () => {
       RUNNER_SANDBOX: 'on',
       RUNNER_EXTRA_PATHS: extra,
       RUN_MAX_PROCESSES: '64',
-      RUN_MEMORY_MB: '256',
+      // Node 24 reserves about 700 MiB as it starts: the probe (a Node program) needs more than that.
+      RUN_MEMORY_MB: '1024',
       RUN_MAX_EVENTS: '50',
     });
   }, 60_000);
@@ -83,7 +84,7 @@ describe('walls and limits of a run in the sandbox (RUNNER_SANDBOX=on)', () => {
   it('ends a memory hog by the memory limit, and says so', async () => {
     const run = await runOf(server, ['/usr/bin/python3', HOG, 'memory']);
     expect(run.status).toBe('failed');
-    expect(run.error_message).toMatch(/^the run used more than RUN_MEMORY_MB=256 MiB of memory/);
+    expect(run.error_message).toMatch(/^the run used more than RUN_MEMORY_MB=1024 MiB of memory/);
   });
 
   it('fails a run that floods events past RUN_MAX_EVENTS', async () => {

@@ -178,10 +178,10 @@ def test_a_peer_of_another_user_is_refused_even_with_the_secret(tmp_path):
         "import socket, sys\n"
         "sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
         "sock.connect(sys.argv[1])\n"
-        "sock.sendall(sys.argv[2].encode() + b'\\n')\n"
         "try:\n"
+        "    sock.sendall(sys.argv[2].encode() + b'\\n')\n"
         "    sys.stdout.write(repr(sock.makefile('rb').read()))\n"
-        "except ConnectionResetError:\n"  # closed before it read the request
+        "except (BrokenPipeError, ConnectionResetError):\n"  # closed before (or while) it read the request
         "    sys.stdout.write(repr(b''))\n"
     )
     header = {"secret": SECRET, "env": runner_env(), "cwd": str(tmp_path), "stdin": json.dumps(request({"mark": True}))}
