@@ -119,7 +119,6 @@ function assertInView(
     const detail = elsewhere ? `: ${elsewhere} is not in the sandbox's view (see RUNNER_EXTRA_PATHS)` : '';
     throw Object.assign(new Error(`spawn ${program} ENOENT${detail}`), { code: 'ENOENT' });
   }
-  // A file is in view where its folder is (a link to a shown file from elsewhere is not), and so is what it leads to.
   const named = args.filter((arg) => path.isAbsolute(arg) && existsSync(arg));
   // A file is in view where its folder is (a link to a shown file from elsewhere is not), and where it leads.
   const files = [found, ...named.filter((file) => !statSync(file).isDirectory())];
