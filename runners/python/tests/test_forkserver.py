@@ -1,91 +1,13 @@
 """The fork server: the crew imported once, a forked child per run that behaves as `python -m crewd_runner` does."""
 
-import json
 import os
-import shutil
 import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import time
 
 import pytest
-from conftest import PROJECTS, RunnerResult, request, runner_env
-
-
-# What crewd gives each server on its standard input and sends with each request.
-SECRET = "5e" * 32
-
-
-def start_server(kind, target, socket_path, *options, env=None, stderr=None):
-    server = subprocess.Popen(
-        [sys.executable, "-m", "crewd_runner.forkserver", f"--{kind}", target, "--socket", str(socket_path), *options],
-        cwd=PROJECTS,
-        env=runner_env(env),
-        stdin=subprocess.PIPE,
-        stderr=stderr,
-    )
-    server.stdin.write(f"{SECRET}\n".encode())
-    server.stdin.close()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"fork server exited with {server.returncode}")
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(socket_path))
-            # A connection without a request is refused by the server; that proves it listens.
-            probe.close()
-            return server
-        except OSError:
-            time.sleep(0.1)
-        finally:
-            probe.close()
-    raise AssertionError("fork server did not start listening")
-
-
-@pytest.fixture
-def socket_path(tmp_path):
-    return tmp_path / "crew.sock"
-
-
-@pytest.fixture
-def graph_server(socket_path):
-    server = start_server("graph", "env_graph.py:graph", socket_path)
-    yield socket_path
-    server.terminate()
-    server.wait(10)
-
-
-class Connection:
-    """One run as crewd asks the server for it: the header line, then the child's output and the server's last words."""
-
-    def __init__(self, socket_path, cwd, run_request, env=None):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(socket_path))
-        header = {"secret": SECRET, "env": runner_env(env), "cwd": str(cwd), "stdin": json.dumps(run_request)}
-        self.sock.sendall(json.dumps(header).encode() + b"\n")
-
-    def signal(self, signum):
-        self.sock.sendall(json.dumps({"signal": signum}).encode() + b"\n")
-
-    def finish(self):
-        """(what the child wrote, the server's final message)."""
-        self.sock.settimeout(120)
-        received = b""
-        while data := self.sock.recv(65536):
-            received += data
-        self.sock.close()
-        output, nul, final = received.partition(b"\0")
-        assert nul, f"the server never sent its final message: {received!r}"
-        return output.decode(), json.loads(final)
-
-
-def run_forked(socket_path, cwd, run_request, env=None):
-    output, final = Connection(socket_path, cwd, run_request, env).finish()
-    code = final.get("exit_code", -final.get("signal", 0))
-    return RunnerResult(subprocess.CompletedProcess([], code, output, json.dumps(final)))
+from conftest import PROJECTS, request
+from forkserver_support import Connection, graph_server, run_forked, socket_path, start_server  # noqa: F401 (fixtures)
 
 
 HOME_VARIABLES = ("HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "TMPDIR")
@@ -128,94 +50,6 @@ def test_each_run_is_a_forked_child_with_the_run_environment_folder_and_home(mar
     assert len(set(homes)) == 2
     assert os.stat(os.path.dirname(homes[0])).st_mode & 0o777 == 0o711
     assert all(wait_until(lambda home=home: not os.path.exists(home)) for home in homes)
-
-
-def test_a_connection_without_the_secret_runs_nothing_and_is_closed_without_an_answer(socket_path, tmp_path):
-    server = start_server("graph", "env_graph.py:graph", socket_path, stderr=subprocess.PIPE)
-    try:
-        for secret in (None, "00" * 32, SECRET[:-2]):
-            header = {"env": runner_env(), "cwd": str(tmp_path), "stdin": json.dumps(request({"mark": True}))}
-            if secret is not None:
-                header["secret"] = secret
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.connect(str(socket_path))
-            sock.sendall(json.dumps(header).encode() + b"\n")
-            sock.settimeout(30)
-
-            assert sock.makefile("rb").read() == b""
-            sock.close()
-        assert run_forked(socket_path, tmp_path, request()).last["type"] == "run.completed"
-    finally:
-        server.terminate()
-        server.wait(10)
-
-    assert not (tmp_path / "here.txt").exists()
-    refusals = [line for line in server.stderr.read().decode().splitlines() if "was refused" in line]
-    assert len(refusals) == 3 and all("does not carry the server's secret" in line for line in refusals)
-
-
-def test_a_server_without_its_secret_on_standard_input_does_not_start(socket_path):
-    command = [sys.executable, "-m", "crewd_runner.forkserver", "--graph", "env_graph.py:graph"]
-    started = subprocess.run(
-        [*command, "--socket", str(socket_path)], cwd=PROJECTS, env=runner_env(), input=b"", capture_output=True
-    )
-
-    assert started.returncode != 0
-    assert b"standard input must start with a secret of 32 bytes in hex" in started.stderr
-    assert not socket_path.exists()
-
-
-def test_a_peer_of_another_user_is_refused_even_with_the_secret(tmp_path):
-    python = "/usr/bin/python3"
-    if os.getuid() != 0 or not os.path.exists(python):
-        pytest.skip("connecting as another user needs root and a Python that user can run")
-    # A folder the other user can reach: the server's socket is the only wall left.
-    reachable = tempfile.mkdtemp(prefix="crewd-peer-test-")
-    os.chmod(reachable, 0o777)
-    socket_path = os.path.join(reachable, "s")
-    server = start_server("graph", "env_graph.py:graph", socket_path, stderr=subprocess.PIPE)
-    connect = (
-        "import socket, sys\n"
-        "sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-        "sock.connect(sys.argv[1])\n"
-        "try:\n"
-        "    sock.sendall(sys.argv[2].encode() + b'\\n')\n"
-        "    sys.stdout.write(repr(sock.makefile('rb').read()))\n"
-        "except (BrokenPipeError, ConnectionResetError):\n"  # closed before (or while) it read the request
-        "    sys.stdout.write(repr(b''))\n"
-    )
-    header = {"secret": SECRET, "env": runner_env(), "cwd": str(tmp_path), "stdin": json.dumps(request({"mark": True}))}
-    try:
-        os.chmod(socket_path, 0o777)
-        answered = subprocess.run(
-            [python, "-c", connect, socket_path, json.dumps(header)], user=65534, capture_output=True, text=True
-        )
-    finally:
-        server.terminate()
-        server.wait(10)
-        shutil.rmtree(reachable, ignore_errors=True)
-
-    assert answered.stdout == "b''", answered.stderr
-    assert not (tmp_path / "here.txt").exists()
-    assert "the peer runs as user 65534, not as this server's user 0" in server.stderr.read().decode()
-
-
-def test_a_request_without_its_fields_or_with_others_is_refused_with_the_reason(graph_server):
-    answers = []
-    for header in ({"secret": SECRET, "env": {}}, {"secret": SECRET, "env": {}, "cwd": "/", "stdin": "", "more": 1}):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(str(graph_server))
-        sock.sendall(json.dumps(header).encode() + b"\n")
-        answers.append(sock.makefile("rb").read())
-        sock.close()
-
-    fields = "['cwd', 'env', 'secret', 'stdin']"
-    assert answers == [
-        b'\0{"error": "the request has the fields [\'env\', \'secret\'], not ' + fields.encode() + b'"}\n',
-        b'\0{"error": "the request has the fields [\'cwd\', \'env\', \'more\', \'secret\', \'stdin\'], not '
-        + fields.encode()
-        + b'"}\n',
-    ]
 
 
 def test_a_connection_that_sends_no_request_is_refused_in_time_and_holds_up_no_run(socket_path, tmp_path):
