@@ -6,8 +6,8 @@ import { versionParams } from '../deployments/schemas.js';
 import type { DeploymentService } from '../deployments/service.js';
 import { commonErrors } from '../http/error-schema.js';
 import { eventsQuery } from '../runs/schemas.js';
-import { resumePoint, serveStream } from '../runs/serve-stream.js';
-import type { RunStreams } from '../runs/streams.js';
+import { resumePoint, serveStream } from '../streams/serve-stream.js';
+import type { RunStreams } from '../streams/streams.js';
 import type { BuildService } from './service.js';
 
 const NEED = 'Managing deployments';

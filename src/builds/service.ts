@@ -17,7 +17,7 @@ import { RunEventLog } from '../execution/event-log.js';
 import type { ProcessLauncher } from '../execution/launcher.js';
 import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
 import { newId } from '../ids.js';
-import { insertEvents } from '../runs/repository.js';
+import { insertEvents } from '../run-record/repository.js';
 import {
   type BuiltVersion,
   buildVersionFiles,

@@ -1,7 +1,7 @@
 import { versionNotFound } from '../deployments/service.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { RunEventFeed } from '../events/types.js';
-import type { StreamRecord, StreamSource } from '../runs/stream-source.js';
+import type { StreamRecord, StreamSource } from '../streams/stream-source.js';
 import type { BuildVersionRecord } from './repository.js';
 import * as repo from './repository.js';
 import type { ActiveBuild } from './service.js';

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { PgListener } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
 import { AppError } from '../errors.js';
-import type { CreatedRun, CreateRunParams } from '../runs/types.js';
+import type { CreatedRun, CreateRunParams } from '../run-record/types.js';
 import * as repo from './repository.js';
 import { nextTime } from './schedule.js';
 

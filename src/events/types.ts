@@ -1,4 +1,4 @@
-import type { TerminalRunStatus } from '../runs/types.js';
+import type { TerminalRunStatus } from '../run-record/types.js';
 
 /** How a run ended, carried by its final event so streams can send `complete` without a query. */
 export interface RunEnd {

@@ -1,5 +1,5 @@
-import type { RunOutcome } from '../runs/end-recorder.js';
-import type { LaunchSpec, RunIdentity } from '../runs/types.js';
+import type { RunOutcome } from '../run-record/end-recorder.js';
+import type { LaunchSpec, RunIdentity } from '../run-record/types.js';
 import type { RunEventLog } from './event-log.js';
 import { limitHit, outputLimitError, type RunLimits } from './limits.js';
 import type { ProcessExit, RunnerProcess } from './process-runner.js';

@@ -4,7 +4,7 @@ import { refusedAsData } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent } from '../events/types.js';
-import * as repo from '../runs/repository.js';
+import * as repo from '../run-record/repository.js';
 import { RUN_LIMITS } from './limits.js';
 
 interface StoredEvent extends LiveEvent {

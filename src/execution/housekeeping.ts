@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import { deleteExpired } from '../idempotency/store.js';
-import type { EndRecorder } from '../runs/end-recorder.js';
+import type { EndRecorder } from '../run-record/end-recorder.js';
 import type { ActiveRuns } from './active-runs.js';
 import { type InstanceLease, LOST_RUN_ERROR } from './instance-lease.js';
 import type { Peers } from './peers.js';

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
-import * as repo from '../runs/repository.js';
-import type { LaunchSpec, RunStatus, ThreadState } from '../runs/types.js';
+import * as repo from '../run-record/repository.js';
+import type { LaunchSpec, RunStatus, ThreadState } from '../run-record/types.js';
 import type { ActiveRuns } from './active-runs.js';
 import { organizationShare, Slots } from './slots.js';
 import type { WakeUps } from './wake-ups.js';

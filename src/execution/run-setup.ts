@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { rm, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { LaunchSpec } from '../runs/types.js';
+import type { LaunchSpec } from '../run-record/types.js';
 
 export const DEFAULT_RUNNER_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
 import { commonErrors, conflictError } from '../http/error-schema.js';
 import { sendJsonText } from '../http/json-text.js';
+import { resumePoint, serveStream } from '../streams/serve-stream.js';
+import type { RunStreams } from '../streams/streams.js';
 import {
   cancelResponse,
   createdRunSchema,
@@ -14,9 +16,7 @@ import {
   runParams,
   runSchema,
 } from './schemas.js';
-import { resumePoint, serveStream } from './serve-stream.js';
 import type { RunService } from './service.js';
-import type { RunStreams } from './streams.js';
 
 /** Runs: create (202), read, list, cancel, and the live event stream. Any key of the organization. */
 export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunStreams }> = async (

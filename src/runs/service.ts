@@ -9,9 +9,9 @@ import { badRequest } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import * as idempotency from '../idempotency/store.js';
 import { newId } from '../ids.js';
-import type { EndRecorder } from './end-recorder.js';
-import { runNotFound } from './errors.js';
-import * as repo from './repository.js';
+import type { EndRecorder } from '../run-record/end-recorder.js';
+import { runNotFound } from '../run-record/errors.js';
+import * as repo from '../run-record/repository.js';
 import {
   type CreatedRun,
   type CreateRunParams,
@@ -23,7 +23,7 @@ import {
   type ThreadGate,
   type ThreadState,
   type ThreadTurn,
-} from './types.js';
+} from '../run-record/types.js';
 
 export { runNotFound };
 

@@ -1,7 +1,7 @@
 import type { Db } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import type { FinishedRun, RunEndHook, ThreadGate, ThreadState, ThreadTurn } from '../runs/types.js';
+import type { FinishedRun, RunEndHook, ThreadGate, ThreadState, ThreadTurn } from '../run-record/types.js';
 import type { ThreadStatus } from './db-types.js';
 import * as repo from './repository.js';
 

@@ -5,7 +5,7 @@ import { deploymentExists } from '../deployments/repository.js';
 import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId, randomToken } from '../ids.js';
-import type { CreatedRun, CreateRunParams } from '../runs/types.js';
+import type { CreatedRun, CreateRunParams } from '../run-record/types.js';
 import * as repo from './repository.js';
 import type { CreateIncomingWebhookInput } from './schemas.js';
 

@@ -1,4 +1,4 @@
-import type { FinishedRun } from '../runs/types.js';
+import type { FinishedRun } from '../run-record/types.js';
 import type { WebhookEvent } from './db-types.js';
 
 /** The event a run's end sends; a canceled run sends none. */

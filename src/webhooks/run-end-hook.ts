@@ -1,4 +1,4 @@
-import type { RunEndHook } from '../runs/types.js';
+import type { RunEndHook } from '../run-record/types.js';
 import type { DeliveryOutbox, WebhookService } from './service.js';
 
 /**

@@ -6,7 +6,7 @@ import type { StoredSecrets } from '../deployments/stored-secrets.js';
 import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
-import type { FinishedRun } from '../runs/types.js';
+import type { FinishedRun } from '../run-record/types.js';
 import { forbiddenUrlMessage } from './address-guard.js';
 import type { WebhookEvent } from './db-types.js';
 import { buildPayload, eventForRun } from './payload.js';

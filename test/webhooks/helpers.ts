@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
 import type { AppDependencies } from '../../src/app.js';
 import { createInstanceCaches } from '../../src/cache/instance-caches.js';
-import type { FinishedRun } from '../../src/runs/types.js';
+import type { FinishedRun } from '../../src/run-record/types.js';
 import { createWebhookService } from '../../src/webhooks/service.js';
 import { startTestApp, type TestContext } from '../helpers/app.js';
 import type { TestDatabase } from '../helpers/database.js';

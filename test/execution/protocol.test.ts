@@ -15,7 +15,7 @@ import {
   startRun,
   until,
   waitForRun,
-} from './helpers.js';
+} from '../runs/helpers.js';
 
 async function eventsOf(ctx: RunContext, runId: string) {
   const stream = await readStream(`${ctx.baseUrl}/v1/runs/${runId}/events?last_event_id=0`);

@@ -14,7 +14,7 @@ import {
   startRun,
   until,
   waitForRun,
-} from './helpers.js';
+} from '../runs/helpers.js';
 
 /** Pids of this process's runner-spawner helpers (children running spawner-helper.cjs). */
 function spawnerHelpers(): number[] {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../helpers/app.js';
-import { createRunContext, crew, deploy, type RunContext, startRun } from './helpers.js';
+import { createRunContext, crew, deploy, type RunContext, startRun } from '../runs/helpers.js';
 
 interface Followed {
   ids: number[];

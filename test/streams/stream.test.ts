@@ -14,7 +14,7 @@ import {
   startRun,
   until,
   waitForRun,
-} from './helpers.js';
+} from '../runs/helpers.js';
 
 const dataType = (message: SseMessage) => (message.data as { type?: string } | undefined)?.type;
 

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import { AppError, badRequest } from '../errors.js';
 import type { RunEventFeed } from '../events/types.js';
-import type { RunObserver } from './observer.js';
+import type { RunObserver } from '../run-record/observer.js';
 import { RunStream, type StreamTimings } from './stream.js';
 import { runStreamSource, type StreamSource } from './stream-source.js';
 

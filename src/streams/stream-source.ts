@@ -2,9 +2,9 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.js';
 import type { AppError } from '../errors.js';
 import type { StreamEnd } from '../events/types.js';
-import { runNotFound } from './errors.js';
-import * as repo from './repository.js';
-import { isTerminal } from './types.js';
+import { runNotFound } from '../run-record/errors.js';
+import * as repo from '../run-record/repository.js';
+import { isTerminal } from '../run-record/types.js';
 
 /** What a stream needs to know of what it follows (a run, or a version's build), read from the store. */
 export interface StreamRecord {

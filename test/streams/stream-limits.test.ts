@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../helpers/app.js';
-import { createRunContext, crew, deploy, type RunContext, startRun, until, waitForRun } from './helpers.js';
+import { createRunContext, crew, deploy, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
 
 interface OpenStream {
   status: number;

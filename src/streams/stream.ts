@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import type { LiveEvent, LiveSubscription, RunEventFeed, StreamEnd } from '../events/types.js';
-import * as repo from './repository.js';
+import * as repo from '../run-record/repository.js';
 import { queueForWrite } from './socket-writer.js';
 import { CLOSED_SINK, MAX_CLIENT_BACKLOG_BYTES, type StreamSink } from './stream-sink.js';
 import { runStreamSource, type StreamRecord, type StreamSource } from './stream-source.js';

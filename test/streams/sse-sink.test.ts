@@ -4,7 +4,7 @@ import vm from 'node:vm';
 import { fastifySSE } from '@fastify/sse';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSseSink } from '../../src/runs/sse-sink.js';
+import { createSseSink } from '../../src/streams/sse-sink.js';
 import { until } from '../helpers/poll.js';
 
 v8.setFlagsFromString('--expose-gc');
