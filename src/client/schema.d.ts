@@ -178,7 +178,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a deployment’s name, description or MCP switch
+         * @description Admin keys only. `mcp: false` takes the deployment off /mcp’s tools (docs/mcp.md).
+         */
+        patch: operations["updateDeployment"];
         trace?: never;
     };
     "/v1/deployments/{id}/environments/{environment}": {
@@ -1076,6 +1080,8 @@ export interface components {
         Deployment: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
+            /** @description what the deployment does; its MCP tool’s description */
+            description: string | null;
             environments: {
                 production: {
                     version_id: string;
@@ -1087,6 +1093,8 @@ export interface components {
                 } | null;
             };
             id: string;
+            /** @description whether the deployment is a tool at /mcp (docs/mcp.md) */
+            mcp: boolean;
             name: string;
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             updated_at: string;
@@ -1094,6 +1102,8 @@ export interface components {
         DeploymentInput: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
+            /** @description what the deployment does; its MCP tool’s description */
+            description: string | null;
             environments: {
                 production: {
                     version_id: string;
@@ -1105,6 +1115,8 @@ export interface components {
                 } | null;
             };
             id: string;
+            /** @description whether the deployment is a tool at /mcp (docs/mcp.md) */
+            mcp: boolean;
             name: string;
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             updated_at: string;
@@ -2084,10 +2096,15 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "research-crew"
+                 *       "name": "research-crew",
+                 *       "description": "Researches a topic and writes a report"
                  *     }
                  */
                 "application/json": {
+                    /** @description what it does; shown to MCP clients */
+                    description?: string | null;
+                    /** @description a tool at /mcp once it has a production version; default true */
+                    mcp?: boolean;
                     name: string;
                 };
             };
@@ -2122,6 +2139,49 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deployment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "mcp": false
+                 *     }
+                 */
+                "application/json": {
+                    description?: string | null;
+                    mcp?: boolean;
+                    name?: string;
+                };
+            };
+        };
         responses: {
             /** @description OK */
             200: {

@@ -42,6 +42,9 @@ export interface DeploymentsTable {
   production_version_id: string | null;
   staging_version_id: string | null;
   version_count: Generated<number>;
+  /** Whether the deployment is a tool at /mcp. */
+  mcp: Generated<boolean>;
+  description: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

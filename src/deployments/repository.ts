@@ -4,6 +4,8 @@ import { launchVersionColumns } from './launch-version.js';
 const deploymentColumns = [
   'deployments.id',
   'deployments.name',
+  'deployments.description',
+  'deployments.mcp',
   'deployments.created_at',
   'deployments.updated_at',
   'deployments.production_version_id',
@@ -56,8 +58,27 @@ export function listDeployments(db: Db, orgId: string, page: { limit: number; of
 
 export type DeploymentRecord = NonNullable<Awaited<ReturnType<typeof findDeployment>>>;
 
-export function insertDeployment(db: Db, row: { id: string; org_id: string; name: string }) {
+export function insertDeployment(
+  db: Db,
+  row: { id: string; org_id: string; name: string; description?: string | null; mcp?: boolean },
+) {
   return db.insertInto('deployments').values(row).execute();
+}
+
+/** Changes a deployment's name, description or MCP switch; false when the organization has no such deployment. */
+export async function updateDeployment(
+  db: Db,
+  orgId: string,
+  id: string,
+  changes: { name?: string; description?: string | null; mcp?: boolean },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('deployments')
+    .set({ ...changes, updated_at: new Date() })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 /** Claims the next version number; the row lock serialises concurrent version creation. */

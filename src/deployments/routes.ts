@@ -16,6 +16,7 @@ import {
   listQuery,
   promoteBody,
   putVariablesBody,
+  updateDeploymentBody,
   variableNamesSchema,
   versionParams,
   versionSchema,
@@ -53,7 +54,8 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{
     },
     async (request, reply) => {
       const { orgId } = requireAdmin(request, NEED);
-      return reply.status(201).send(await deployments.create(orgId, request.body.name));
+      const { name, ...options } = request.body;
+      return reply.status(201).send(await deployments.create(orgId, name, options));
     },
   );
 
@@ -90,6 +92,25 @@ export const deploymentRoutes: FastifyPluginAsyncZod<{
     async (request) => {
       const { orgId } = requireAdmin(request, NEED);
       return deployments.get(orgId, request.params.id);
+    },
+  );
+
+  app.patch(
+    '/deployments/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'updateDeployment',
+        summary: 'Change a deployment’s name, description or MCP switch',
+        description: 'Admin keys only. `mcp: false` takes the deployment off /mcp’s tools (docs/mcp.md).',
+        params: deploymentParams,
+        body: updateDeploymentBody,
+        response: { 200: deploymentSchema, ...commonErrors },
+      },
+    },
+    async (request) => {
+      const { orgId } = requireAdmin(request, NEED);
+      return deployments.update(orgId, request.params.id, request.body);
     },
   );
 

@@ -9,6 +9,8 @@ export const deploymentSchema = z
   .object({
     id: z.string(),
     name: z.string(),
+    description: z.string().nullable().describe('what the deployment does; its MCP tool’s description'),
+    mcp: z.boolean().describe('whether the deployment is a tool at /mcp (docs/mcp.md)'),
     environments: z.object({ production: runningVersion, staging: runningVersion }),
     created_at: isoDate,
     updated_at: isoDate,
@@ -36,7 +38,21 @@ export const versionSchema = z
 
 const name = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 
-export const createDeploymentBody = z.strictObject({ name }).meta({ examples: [{ name: 'research-crew' }] });
+const description = z.string().trim().max(2000, 'must be at most 2000 characters').nullable();
+const mcp = z.boolean({ message: 'must be true or false' });
+
+export const createDeploymentBody = z
+  .strictObject({
+    name,
+    description: description.optional().describe('what it does; shown to MCP clients'),
+    mcp: mcp.optional().describe('a tool at /mcp once it has a production version; default true'),
+  })
+  .meta({ examples: [{ name: 'research-crew', description: 'Researches a topic and writes a report' }] });
+
+export const updateDeploymentBody = z
+  .strictObject({ name: name.optional(), description: description.optional(), mcp: mcp.optional() })
+  .refine((body) => Object.keys(body).length > 0, 'must change at least one of name, description, mcp')
+  .meta({ examples: [{ mcp: false }] });
 
 export const createVersionBody = z
   .strictObject({

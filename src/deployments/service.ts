@@ -15,6 +15,8 @@ function toDeployment(row: repo.DeploymentRecord) {
   return {
     id: row.id,
     name: row.name,
+    description: row.description,
+    mcp: row.mcp,
     environments: {
       production: running(row.production_version_id, row.production_number),
       staging: running(row.staging_version_id, row.staging_number),
@@ -75,9 +77,14 @@ export function createDeploymentService(db: Kysely<Database>, secrets?: Pick<Sto
   return {
     get,
 
-    async create(orgId: string, name: string) {
+    async create(orgId: string, name: string, options: { description?: string | null; mcp?: boolean } = {}) {
       const id = newId('dep');
-      await repo.insertDeployment(db, { id, org_id: orgId, name });
+      await repo.insertDeployment(db, { id, org_id: orgId, name, ...options });
+      return get(orgId, id);
+    },
+
+    async update(orgId: string, id: string, changes: { name?: string; description?: string | null; mcp?: boolean }) {
+      if (!(await repo.updateDeployment(db, orgId, id, changes))) throw deploymentNotFound();
       return get(orgId, id);
     },
 
