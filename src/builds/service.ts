@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { ClaimedJobs, createClaimLoop, type Look } from '../db/claim-loop.js';
 import type { Database } from '../db/types.js';
 import * as deploymentsRepo from '../deployments/repository.js';
 import type { BundleVersionQuery } from '../deployments/schemas.js';
@@ -85,7 +86,6 @@ export function createBuildService(options: BuildServiceOptions) {
   const localBuilds = new Map<string, Promise<BuiltVersion>>();
   /** Versions whose built files were read here (builtHere). */
   const builtVersions = new Map<string, BuiltVersion>();
-  const running = new Set<Promise<void>>();
   let stopping = false;
   const stopped = new AbortController();
   const runnerPath = config.runnerPath ?? DEFAULT_RUNNER_PATH;
@@ -104,29 +104,41 @@ export function createBuildService(options: BuildServiceOptions) {
     signal: stopped.signal,
   });
 
-  function pump(): void {
-    while (!stopping && running.size < config.maxConcurrentBuilds && queue.length > 0) {
-      const next = queue.shift();
-      if (!next) return;
-      const job = build(next.versionId, next.previousInstance).catch((error: unknown) => {
-        logger.error({ err: error, versionId: next.versionId }, 'build failed unexpectedly');
-      });
-      running.add(job);
-      void job.finally(() => {
-        running.delete(job);
-        pump();
-      });
+  const jobs = new ClaimedJobs(config.maxConcurrentBuilds, () => loop.wake());
+  const loop = createClaimLoop({
+    name: 'builds',
+    logger,
+    // Builds are queued here (uploads, builds left by a dead instance at start): only a wake looks.
+    intervals: { idleMs: null, busyMs: 0, backoffMs: 250, maxBackoffMs: 5_000 },
+    look: claimQueued,
+  });
+
+  /** Claims queued builds while fewer than MAX_CONCURRENT_BUILDS go on; one the claim fails for stays queued. */
+  async function claimQueued(): Promise<Look> {
+    let claimed = 0;
+    for (let next = queue[0]; next; next = queue[0]) {
+      if (jobs.room <= 0) return { kind: 'full' };
+      const { versionId, previousInstance } = next;
+      const won = await repo.claimBuild(db, versionId, options.instanceId, previousInstance);
+      queue.shift();
+      if (!won) continue; // taken by another instance, or no longer building
+      claimed++;
+      jobs.add(
+        build(versionId).catch((error: unknown) => {
+          logger.error({ err: error, versionId }, 'build failed unexpectedly');
+        }),
+      );
     }
+    return { kind: 'done', claimed, dueAt: null };
   }
 
   function enqueue(versionId: string, previousInstance: string | null = null): void {
     queue.push({ versionId, previousInstance });
-    pump();
+    loop.wake();
   }
 
   /** Builds one version here: its log is the version's build log, its end the version's status. */
-  async function build(versionId: string, previousInstance: string | null): Promise<void> {
-    if (!(await repo.claimBuild(db, versionId, options.instanceId, previousInstance))) return;
+  async function build(versionId: string): Promise<void> {
     const version = await repo.findVersionForBuild(db, versionId);
     const bundle = version?.bundle_sha256 ? await repo.findBundleData(db, version.bundle_sha256) : undefined;
     if (!version?.bundle_sha256) return;
@@ -301,6 +313,7 @@ export function createBuildService(options: BuildServiceOptions) {
      * (this installation's previous life included).
      */
     async start(): Promise<void> {
+      loop.start();
       await removeLeftovers(db, dirs, logger);
       let failed = 0;
       for (const orphan of await repo.findOrphanedBuilds(db, options.instanceId)) {
@@ -316,7 +329,8 @@ export function createBuildService(options: BuildServiceOptions) {
       stopping = true;
       queue.length = 0;
       stopped.abort();
-      await Promise.all([...running]);
+      await loop.stop();
+      await jobs.settled();
     },
   };
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
+import { ClaimedJobs, createClaimLoop, type Look } from '../db/claim-loop.js';
 import type { PgListener } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
 import { AppError } from '../errors.js';
@@ -48,6 +49,8 @@ const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | nul
 
 /** A look found something due that another instance holds locked for a moment: look again soon. */
 const BUSY_RETRY_MS = 10;
+/** After a look that failed (the database is unreachable), the first wait; it doubles up to `maxWaitMs`. */
+const BACKOFF_MS = 100;
 
 /**
  * Starts the runs of due crons. Each instance sleeps until shortly before the earliest due time
@@ -67,85 +70,41 @@ export function createCronScheduler(options: {
 }) {
   const { db, runs, logger, listener } = options;
   const timings = { ...DEFAULT_CRON_TIMINGS, ...options.timings };
-  const inFlight = new Set<Promise<void>>();
-  let stopped = true;
-  let timer: NodeJS.Timeout | undefined;
-  let wakeAt: number | null = null;
-  let ticking: Promise<void> | null = null;
-  let lookAgain = false;
+  const jobs = new ClaimedJobs(timings.concurrency, () => loop.wake());
+  const loop = createClaimLoop({
+    name: 'crons',
+    logger,
+    intervals: {
+      idleMs: timings.maxWaitMs,
+      busyMs: BUSY_RETRY_MS,
+      backoffMs: Math.min(BACKOFF_MS, timings.maxWaitMs),
+      maxBackoffMs: timings.maxWaitMs,
+    },
+    look,
+    wakeOn: listener ? (wake) => listener.on(CRONS_CHANNEL, wake) : undefined,
+  });
 
-  listener?.on(CRONS_CHANNEL, () => wake());
-
-  /** Sets the timer to `at` unless it is set to go off sooner already. */
-  function wakeBy(at: number): void {
-    if (stopped || (wakeAt !== null && wakeAt <= at)) return;
-    clearTimeout(timer);
-    wakeAt = at;
-    timer = setTimeout(wake, Math.max(0, Math.ceil(at - Date.now())));
-    timer.unref();
-  }
-
-  function wake(): void {
-    clearTimeout(timer);
-    wakeAt = null;
-    if (stopped) return;
-    if (ticking) {
-      lookAgain = true;
-      return;
-    }
-    ticking = tick().finally(() => {
-      ticking = null;
-      if (lookAgain) {
-        lookAgain = false;
-        wake();
-      }
-    });
-  }
-
-  async function tick(): Promise<void> {
-    let delayMs = timings.maxWaitMs;
-    try {
-      const claimedAny = await claimAndFire();
-      if (inFlight.size >= timings.concurrency) return; // the end of a firing looks again
-      const now = Date.now();
-      const earliest = await repo.earliestDue(db, new Date(now));
-      if (earliest) {
-        const until = earliest.getTime() - timings.leadMs - now;
-        delayMs = Math.min(until > 0 ? until : claimedAny ? 0 : BUSY_RETRY_MS, timings.maxWaitMs);
-      }
-    } catch (error) {
-      logger.warn({ err: error }, 'crons: could not look for due crons; trying again shortly');
-    }
-    wakeBy(Date.now() + delayMs);
-  }
-
-  /** Claims due crons while there is room, starting each one's run; true when any was claimed. */
-  async function claimAndFire(): Promise<boolean> {
-    let claimedAny = false;
+  /** Claims the crons due by shortly from now while there is room, starting each one's run. */
+  async function look(): Promise<Look> {
+    let claimed = 0;
     for (;;) {
-      const room = timings.concurrency - inFlight.size;
-      if (room <= 0 || stopped) return claimedAny;
+      const room = jobs.room;
+      if (room <= 0) return { kind: 'full' }; // the end of a firing looks again
+      if (!loop.running) return { kind: 'done', claimed, dueAt: null };
       const now = new Date();
       const claim = new Date(now.getTime() + timings.claimMs);
-      const claimed = await repo.claimDueCrons(db, {
+      const due = await repo.claimDueCrons(db, {
         now,
         dueBy: new Date(now.getTime() + timings.leadMs),
         until: claim,
         limit: room,
       });
-      for (const cron of claimed) track(fire(cron, now, claim));
-      claimedAny ||= claimed.length > 0;
-      if (claimed.length < room) return claimedAny;
+      for (const cron of due) jobs.add(fire(cron, now, claim));
+      claimed += due.length;
+      if (due.length < room) break;
     }
-  }
-
-  function track(firing: Promise<void>): void {
-    inFlight.add(firing);
-    void firing.finally(() => {
-      const wasFull = inFlight.size >= timings.concurrency;
-      inFlight.delete(firing);
-      if (wasFull) wake();
-    });
+    const earliest = await repo.earliestDue(db, new Date());
+    return { kind: 'done', claimed, dueAt: earliest ? earliest.getTime() - timings.leadMs : null };
   }
 
   /** Starts the due time's run, unless another claim of it (one that lapsed, or overtook this one) did. */
@@ -195,7 +154,7 @@ export function createCronScheduler(options: {
       const missed = claimedAt.getTime() - dueAt.getTime() > timings.catchUpMs;
       const nextAt = nextTime(cron.schedule, cron.timezone, missed ? claimedAt : dueAt);
       await repo.recordFiring(db, { id: cron.id, claim, dueAt, nextAt, outcome });
-      if (nextAt) wakeBy(nextAt.getTime() - timings.leadMs);
+      if (nextAt) loop.wakeBy(nextAt.getTime() - timings.leadMs);
     } catch (error) {
       // The claim lapses and the due time is tried again, finding the run already started.
       logger.warn({ err: error, cron_id: cron.id }, 'crons: firing not recorded; the claim will lapse');
@@ -205,7 +164,7 @@ export function createCronScheduler(options: {
   return {
     /** A cron was created or changed here: look now, and tell the other instances to. */
     changed(): void {
-      wake();
+      loop.wake();
       if (!listener) return;
       sql`select pg_notify(${CRONS_CHANNEL}, 'changed')`.execute(db).catch((error: unknown) => {
         logger.debug({ err: error }, 'crons: notification not sent; the other instances look within a second');
@@ -213,17 +172,13 @@ export function createCronScheduler(options: {
     },
 
     start(): void {
-      stopped = false;
-      wake();
+      loop.start();
     },
 
     /** Stops looking, then waits for the runs being started to be started and recorded. */
     async stop(): Promise<void> {
-      stopped = true;
-      clearTimeout(timer);
-      wakeAt = null;
-      await ticking;
-      await Promise.allSettled([...inFlight]);
+      await loop.stop();
+      await jobs.settled();
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { createClaimLoop, type Look } from '../db/claim-loop.js';
 import type { Database } from '../db/types.js';
 import * as repo from '../run-record/repository.js';
 import type { LaunchSpec, RunStatus, ThreadState } from '../run-record/types.js';
@@ -32,6 +33,8 @@ export function createRunQueue(options: {
   activeRuns: ActiveRuns;
   loadThreadState: ThreadStateLoader;
   wakeUps?: WakeUps | undefined;
+  /** Longest wait between two looks for runs other instances queued (the housekeeping tick). */
+  tickMs?: number | undefined;
   logger: Logger;
 }) {
   const { db, activeRuns, logger } = options;
@@ -46,8 +49,6 @@ export function createRunQueue(options: {
     pendingMayExist: true,
     /** Runs queued here, counted, so a search for pending runs knows whether one came in meanwhile. */
     queuedHere: 0,
-    /** A search for pending runs is under way; `again` asks it for one more round. */
-    pump: { running: false, again: false },
   };
 
   function slotFreed(orgId: string): void {
@@ -68,47 +69,45 @@ export function createRunQueue(options: {
     if ((await repo.organizationsUpTo(db, 2)) > 1) organizations.known = 'several';
   }
 
-  /** Starts queued runs, oldest first, while slots are free. */
+  /** Starts queued runs, oldest first, while slots are free: the queue's claim loop looks on a wake and every tick. */
+  const loop = createClaimLoop({
+    name: 'run queue',
+    logger,
+    intervals: { idleMs: options.tickMs ?? null, busyMs: 0, backoffMs: 100, maxBackoffMs: options.tickMs ?? 1_000 },
+    look: startPending,
+  });
+
   function pump(): void {
-    if (!state.open) return;
-    if (state.pump.running) {
-      state.pump.again = true;
-      return;
-    }
-    state.pump.running = true;
-    startPending()
-      .catch((error: unknown) => logger.error({ err: error }, 'starting queued runs failed'))
-      .finally(() => {
-        state.pump.running = false;
-      });
+    if (state.open) loop.wake();
   }
 
-  async function startPending(): Promise<void> {
+  async function startPending(): Promise<Look> {
     await checkOrganizations();
-    do {
-      state.pump.again = false;
-      while (state.open && slots.tryTakeAny()) {
-        const queuedBefore = state.queuedHere;
-        let claimed: LaunchSpec | null;
-        try {
-          claimed = await claimNext();
-        } catch (error) {
-          slots.release();
-          throw error;
-        }
-        if (!claimed) {
-          slots.release();
-          // Runs of organizations at their share may wait still: their own slots' ends look again.
-          // Only if no run was queued meanwhile (this search may have missed it).
-          if (state.queuedHere === queuedBefore) state.pendingMayExist = false;
-          break;
-        }
-        // There may be more: look again when a slot frees, and let new runs queue behind them.
-        state.pendingMayExist = true;
-        slots.assign(claimed.run.org_id);
-        void launch(claimed);
+    let claimedRuns = 0;
+    while (state.open) {
+      if (!slots.tryTakeAny()) return { kind: 'full' }; // a slot's end looks again
+      const queuedBefore = state.queuedHere;
+      let claimed: LaunchSpec | null;
+      try {
+        claimed = await claimNext();
+      } catch (error) {
+        slots.release();
+        throw error;
       }
-    } while (state.pump.again && state.open);
+      if (!claimed) {
+        slots.release();
+        // Runs of organizations at their share may wait still: their own slots' ends look again.
+        // Only if no run was queued meanwhile (this search may have missed it).
+        if (state.queuedHere === queuedBefore) state.pendingMayExist = false;
+        break;
+      }
+      // There may be more: look again when a slot frees, and let new runs queue behind them.
+      state.pendingMayExist = true;
+      slots.assign(claimed.run.org_id);
+      claimedRuns++;
+      void launch(claimed);
+    }
+    return { kind: 'done', claimed: claimedRuns, dueAt: null };
   }
 
   async function claimNext(): Promise<LaunchSpec | null> {
@@ -159,11 +158,12 @@ export function createRunQueue(options: {
     open(): void {
       state.open = true;
       state.pendingMayExist = true;
-      pump();
+      loop.start();
     },
 
     close(): void {
       state.open = false;
+      void loop.stop();
     },
   };
 }

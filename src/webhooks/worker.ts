@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { ClaimedJobs, type ClaimIntervals, createClaimLoop, type Look } from '../db/claim-loop.js';
 import type { DatabaseHandle } from '../db/connect.js';
 import type { Database } from '../db/types.js';
 import { randomToken } from '../ids.js';
@@ -15,8 +16,10 @@ export interface DeliveryWorkerOptions {
   timeoutSeconds: number;
   retrySchedule: readonly number[];
   allowPrivateUrls: boolean;
-  /** Longest sleep between looks at the outbox (retries due, deliveries of other instances). */
+  /** Longest wait between looks at the outbox (retries due, deliveries of other instances). */
   pollIntervalMs?: number;
+  /** The claim loop's other intervals (tests shorten them). */
+  intervals?: Partial<ClaimIntervals> | undefined;
   /** Claimed attempts in flight at once. */
   concurrency?: number;
   /** Told the outcome of every attempt (for metrics): `pending` means a retry is scheduled. */
@@ -25,7 +28,7 @@ export interface DeliveryWorkerOptions {
   openSecret?: (webhookId: string, stored: string) => string;
 }
 
-/** A claim that found nothing while something is due (locked by another claimer) waits this long. */
+/** A look that claimed nothing while something is due (locked by another claimer) is followed by one after this. */
 const BUSY_BACKOFF_MS = 25;
 /** On shutdown, attempts in flight get this long to finish before they are aborted and released. */
 const SHUTDOWN_GRACE_MS = 2_000;
@@ -47,40 +50,22 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
 
   let sender: Sender | null = null;
   let running = false;
-  let loopDone: Promise<void> = Promise.resolve();
   let abort = new AbortController();
   /** The lease this instance writes new deliveries with. */
   let ownToken = randomToken(16);
-  const inFlight = new Set<Promise<void>>();
-
-  let wakeUp: (() => void) | null = null;
-  // A wake that comes while a pass runs is kept, so the sleep after that pass is skipped.
-  let wakePending = false;
-
-  function wake() {
-    const resolve = wakeUp;
-    wakeUp = null;
-    if (resolve) resolve();
-    else wakePending = true;
-  }
-
-  function sleep(ms: number): Promise<void> {
-    if (wakePending) {
-      wakePending = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        wakeUp = null;
-        resolve();
-      }, ms);
-      timer.unref();
-      wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
+  const jobs = new ClaimedJobs(concurrency, () => loop.wake());
+  const loop = createClaimLoop({
+    name: 'webhook deliveries',
+    logger,
+    intervals: {
+      idleMs: pollIntervalMs,
+      busyMs: BUSY_BACKOFF_MS,
+      backoffMs: pollIntervalMs,
+      maxBackoffMs: pollIntervalMs * 4,
+      ...options.intervals,
+    },
+    look,
+  });
 
   async function attempt(delivery: Sendable, leaseToken: string, active: Sender): Promise<void> {
     if (!delivery.enabled) {
@@ -125,55 +110,30 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
     });
     options.onAttempt?.(outcome.status);
     if (gone) logger.warn({ webhookId: delivery.webhook_id }, 'webhook disabled: receiver answered 410 Gone');
-    // The loop's sleep was set before this retry existed; let it count the retry in.
-    if (outcome.status === 'pending') wake();
+    // The loop's next look was timed before this retry existed; let it count the retry in.
+    if (outcome.status === 'pending') loop.wake();
   }
 
   function start(delivery: Sendable, leaseToken: string) {
     if (!sender) return;
-    const task = attempt(delivery, leaseToken, sender)
-      .catch((error: unknown) => {
-        // The lease expires and a later pass retries; nothing is lost.
+    jobs.add(
+      attempt(delivery, leaseToken, sender).catch((error: unknown) => {
+        // The lease expires and a later look retries; nothing is lost.
         logger.error({ err: error, deliveryId: delivery.id }, 'recording a webhook delivery failed');
-      })
-      .finally(() => {
-        inFlight.delete(task);
-        // A freed slot matters only when the last pass stopped claiming for want of one.
-        if (inFlight.size + 1 >= concurrency) wake();
-      });
-    inFlight.add(task);
+      }),
+    );
   }
 
-  /** One look at the outbox; returns how long to sleep before the next. */
-  async function pass(): Promise<number> {
-    const free = concurrency - inFlight.size;
-    let waitMs = pollIntervalMs;
-    if (free > 0) {
-      const leaseToken = randomToken(16);
-      const claimed = await repo.claimDue(db, free, leaseToken, leaseSeconds);
-      for (const delivery of claimed) start(delivery, leaseToken);
-      if (claimed.length === free) return 0;
-      const due = await repo.secondsUntilNextDue(db);
-      if (due !== null) {
-        const dueMs = Math.ceil(due * 1000);
-        waitMs = Math.min(pollIntervalMs, claimed.length === 0 && dueMs === 0 ? BUSY_BACKOFF_MS : dueMs);
-      }
-    }
-    return waitMs;
-  }
-
-  async function loop() {
-    while (running) {
-      let waitMs: number;
-      try {
-        waitMs = await pass();
-      } catch (error) {
-        if (!running) break;
-        logger.error({ err: error }, 'webhook delivery worker pass failed');
-        waitMs = pollIntervalMs;
-      }
-      if (running && waitMs > 0) await sleep(waitMs);
-    }
+  /** One look at the outbox: claims the due deliveries there is room for and starts them. */
+  async function look(): Promise<Look> {
+    const free = jobs.room;
+    if (free <= 0) return { kind: 'full' };
+    const leaseToken = randomToken(16);
+    const claimed = await repo.claimDue(db, free, leaseToken, leaseSeconds);
+    for (const delivery of claimed) start(delivery, leaseToken);
+    if (claimed.length === free) return { kind: 'more' };
+    const due = await repo.secondsUntilNextDue(db);
+    return { kind: 'done', claimed: claimed.length, dueAt: due === null ? null : Date.now() + Math.ceil(due * 1000) };
   }
 
   const outbox: DeliveryOutbox = {
@@ -185,7 +145,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
         start({ ...delivery, attempts: 0, cycle_attempts: 0, enabled: true }, ownToken);
       }
     },
-    wake: () => setImmediate(wake),
+    wake: () => setImmediate(loop.wake),
   };
 
   return {
@@ -197,18 +157,17 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
       abort = new AbortController();
       ownToken = randomToken(16);
       sender = createSender({ timeoutSeconds: options.timeoutSeconds, allowPrivateUrls: options.allowPrivateUrls });
-      loopDone = loop();
+      loop.start();
     },
 
     async stop() {
       if (!running) return;
       running = false;
-      wake();
-      await loopDone;
+      await loop.stop();
       const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
-      await Promise.race([Promise.allSettled([...inFlight]), grace]);
+      await Promise.race([Promise.allSettled(jobs.current()), grace]);
       abort.abort();
-      await Promise.allSettled([...inFlight]);
+      await jobs.settled();
       await sender?.close();
       sender = null;
     },
