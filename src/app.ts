@@ -14,6 +14,7 @@ import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
 import { installSecurityHeaders } from './http/security-headers.js';
 import { createMetricsListener } from './metrics/listener.js';
+import { registerLangGraphApi } from './langgraph-api/plugin.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { runRoutes } from './runs/routes.js';
 import { tableRoutes } from './tables/routes.js';
@@ -80,6 +81,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
       failedAuthPerMinute: config.failedAuthLimitPerMinute,
       incomingWebhookPerMinute: config.incomingWebhookLimitPerMinute,
     },
+    langgraphPrefix: config.langgraphApiPrefix,
   });
   await app.register(
     async (v1) => {
@@ -100,6 +102,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     },
     { prefix: '/v1' },
   );
+  await registerLangGraphApi(app, { db: database.db, config, services: composed.services });
   await app.register(incomingTriggerRoutes, { incoming: incomingWebhooks });
   await app.register(consoleRoutes); // the web console at /console/
   return app;

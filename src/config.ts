@@ -93,6 +93,11 @@ const configSchema = z.object({
     .min(0, 'must be 0 or more')
     .default(600),
   SECRETS_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  LANGGRAPH_API_PREFIX: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~\/-]*[A-Za-z0-9._~-]$/, 'must be a path such as /langgraph (empty turns the API off)')
+    .refine((value) => !/^\/(v1|console|webhooks)(\/|$)/.test(value), 'must not take a path crewd already serves')
+    .default('/langgraph'),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
 });
@@ -175,6 +180,8 @@ export interface Config {
   pythonForkServerIdleSeconds: number;
   /** Encrypts deployment variables at rest (AES-256-GCM) when set. */
   secretsKey: string | undefined;
+  /** Where the LangGraph Agent Server API is served (CONTRACTS §14); undefined: not served (set empty). */
+  langgraphApiPrefix: string | undefined;
   /** What build steps get of the service's environment: HOME, proxies, pip, uv and npm settings. */
   buildEnv: Record<string, string>;
 }
@@ -247,6 +254,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     buildPythonInstaller: parsed.BUILD_PYTHON_INSTALLER,
     pythonForkServerIdleSeconds: parsed.PYTHON_FORK_SERVER_IDLE_SECONDS,
     secretsKey: parsed.SECRETS_KEY,
+    // Empty turns the API off, unlike other settings where empty means unset.
+    langgraphApiPrefix: env.LANGGRAPH_API_PREFIX === '' ? undefined : parsed.LANGGRAPH_API_PREFIX,
     buildEnv: Object.fromEntries(
       Object.entries(present).filter((entry): entry is [string, string] => BUILD_TOOL_SETTINGS.test(entry[0])),
     ),

@@ -41,18 +41,37 @@ export function requireAdmin(request: FastifyRequest, need: string): Principal {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** Paths of the LangGraph API that answer without a key, as the official server's do. */
+const LANGGRAPH_PUBLIC = new Set(['/ok', '/info']);
+
+/** Whether `url` (path and query) is `prefix` or under it. */
+function under(url: string, prefix: string): boolean {
+  return url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}?`);
+}
+
+/** The key of a request: the bearer header, or (on the LangGraph API, as its SDKs send it) `x-api-key`. */
+function keyOf(request: FastifyRequest, allowApiKeyHeader: boolean): string | undefined {
+  const bearer = BEARER.exec(request.headers.authorization ?? '')?.[1];
+  if (bearer || !allowApiKeyHeader) return bearer;
+  const header = request.headers['x-api-key'];
+  return typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined;
+}
+
 /** The route that starts runs from a token URL, without a key. */
 const INCOMING_WEBHOOK_ROUTE = '/webhooks/runs/:token';
 
 /**
- * Resolves `Authorization: Bearer <key>` to a principal for every route under /v1, and applies
+ * Resolves `Authorization: Bearer <key>` to a principal for every route under /v1 (and under the
+ * LangGraph API's prefix, where `x-api-key` is taken too: CONTRACTS §14), and applies
  * the request limits (per key, and per address on failed keys and token URLs).
  */
 const authPlugin: FastifyPluginAsync<{
   db: Kysely<Database>;
   keys: MemoCache<Principal>;
   limits: RateLimitSettings;
-}> = async (app, { db, keys, limits }) => {
+  /** The LangGraph API's prefix; undefined when it is not served. */
+  langgraphPrefix?: string | undefined;
+}> = async (app, { db, keys, limits, langgraphPrefix }) => {
   const limiter = await createRateLimits(app, limits);
 
   async function lookUp(secret: string): Promise<Principal | null> {
@@ -74,9 +93,13 @@ const authPlugin: FastifyPluginAsync<{
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.url === INCOMING_WEBHOOK_ROUTE) return limiter.takeForIncomingWebhook(request, reply);
-    if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
-    const match = BEARER.exec(request.headers.authorization ?? '');
-    const principal = match?.[1] ? await lookUp(match[1]) : null;
+    const langgraph = langgraphPrefix !== undefined && under(request.url, langgraphPrefix);
+    if (langgraph) {
+      const path = (request.url.split('?')[0] ?? '').slice(langgraphPrefix.length);
+      if (LANGGRAPH_PUBLIC.has(path)) return;
+    } else if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    const key = keyOf(request, langgraph);
+    const principal = key ? await lookUp(key) : null;
     if (!principal) {
       // A valid key is never refused for the failures of others at the same address (crews share loopback).
       await limiter.checkFailedAuth(request, reply);

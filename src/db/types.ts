@@ -8,6 +8,11 @@ import type {
 } from '../builds/db-types.js';
 import type { CronsTable } from '../crons/db-types.js';
 import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../run-record/db-types.js';
+import type {
+  LanggraphAssistantsTable,
+  LanggraphAssistantVersionsTable,
+  LanggraphStoreItemsTable,
+} from '../langgraph-api/db-types.js';
 import type { TableCatalogTable } from '../tables/db-types.js';
 import type { ThreadCheckpointsTable, ThreadsTable } from '../threads/db-types.js';
 import type {
@@ -90,6 +95,9 @@ export interface Database {
   webhook_delivery_attempts: WebhookDeliveryAttemptsTable;
   incoming_webhooks: IncomingWebhooksTable;
   crons: CronsTable;
+  langgraph_assistants: LanggraphAssistantsTable;
+  langgraph_assistant_versions: LanggraphAssistantVersionsTable;
+  langgraph_store_items: LanggraphStoreItemsTable;
 }
 
 /** The database, or a transaction on it: what repositories take. */

@@ -6,7 +6,8 @@ export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
 export interface ThreadsTable {
   id: string;
   org_id: string;
-  deployment_id: string;
+  /** Null for a thread made through the LangGraph API until its first run binds it (CONTRACTS §14). */
+  deployment_id: string | null;
   status: ThreadStatus;
   metadata: Json<Record<string, unknown>>;
   values: NullableJson<Record<string, unknown>>;

@@ -287,3 +287,8 @@ export function listCheckpoints(db: Db, threadId: string, page: { limit: number;
     .offset(page.offset)
     .execute();
 }
+
+/** Binds a thread made without a deployment (LangGraph API) to its first run's. */
+export async function bindThreadDeployment(db: Db, id: string, deploymentId: string): Promise<void> {
+  await db.updateTable('threads').set({ deployment_id: deploymentId }).where('id', '=', id).execute();
+}

@@ -45,7 +45,9 @@ export const takeThreadForRun: ThreadGate = async (trx, claim) => {
   const { thread, active } = displaces
     ? await lockThreadAndActiveRun(trx, orgId, threadId)
     : { thread: await lockThread(trx, orgId, threadId), active: null };
-  if (thread.deployment_id !== claim.deploymentId) {
+  // A thread made through the LangGraph API belongs to the deployment of its first run (CONTRACTS §14).
+  if (thread.deployment_id === null) await repo.bindThreadDeployment(trx, threadId, claim.deploymentId);
+  else if (thread.deployment_id !== claim.deploymentId) {
     throw badRequest(`thread_id: thread ${threadId} belongs to deployment ${thread.deployment_id}`);
   }
   if (claim.command && thread.status !== 'interrupted') throw notInterrupted(threadId, thread.status);

@@ -14,7 +14,10 @@ export const threadStatusSchema = z.enum(['idle', 'busy', 'interrupted', 'error'
 export const threadSchema = z
   .object({
     thread_id: z.string(),
-    deployment_id: z.string(),
+    deployment_id: z
+      .string()
+      .nullable()
+      .describe('null for a thread made through the LangGraph API until its first run binds it to a deployment'),
     status: threadStatusSchema,
     metadata: jsonObject,
     values: jsonObject.nullable().describe('current thread state; null until set'),

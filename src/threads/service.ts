@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Database, Environment } from '../db/types.js';
-import { notFound } from '../errors.js';
+import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { EndRecorder } from '../run-record/end-recorder.js';
@@ -149,6 +149,11 @@ export function createThreadService({
       idempotencyKey: string | null,
     ) {
       const thread = await get(orgId, id);
+      if (thread.deployment_id === null) {
+        throw badRequest(
+          `Thread ${id} has no deployment yet: start its first run through the LangGraph API, with an assistant_id`,
+        );
+      }
       const created = await runs.createRun({
         orgId,
         deploymentId: thread.deployment_id,

@@ -43,6 +43,7 @@ describe('configuration', () => {
       buildCacheDir: 'data/environments',
       pythonForkServerIdleSeconds: 600,
       secretsKey: undefined,
+      langgraphApiPrefix: '/langgraph',
       buildEnv: {},
       runLimits: {
         cpuSeconds: 3600,
@@ -114,6 +115,13 @@ describe('configuration', () => {
     expect(config.maxBulkUpdateBytes).toBe(1048576);
     expect(config.metricsToken).toBe('a-metrics-scrape-token');
     expect(config.trustProxy).toBe(true);
+  });
+
+  it('serves the LangGraph API under LANGGRAPH_API_PREFIX, and not at all when it is empty', () => {
+    expect(loadConfig({ LANGGRAPH_API_PREFIX: '/agents/lg' }).langgraphApiPrefix).toBe('/agents/lg');
+    expect(loadConfig({ LANGGRAPH_API_PREFIX: '' }).langgraphApiPrefix).toBeUndefined();
+    expect(() => loadConfig({ LANGGRAPH_API_PREFIX: 'langgraph' })).toThrow('LANGGRAPH_API_PREFIX must be a path');
+    expect(() => loadConfig({ LANGGRAPH_API_PREFIX: '/v1' })).toThrow('LANGGRAPH_API_PREFIX must not take a path');
   });
 
   it('derives PUBLIC_URL from PORT', () => {
