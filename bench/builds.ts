@@ -5,6 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { packProject } from '../src/cli/pack.js';
+import { parseSseText } from '../src/client/sse.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, printFigure } from './lib/figures.js';
 import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.js';
@@ -98,9 +99,9 @@ async function buildLog(server: Proc, deploymentId: string, versionId: string): 
   const url = `${server.base}/v1/deployments/${deploymentId}/versions/${versionId}/build/events`;
   const response = await fetch(url, { headers: { authorization: `Bearer ${KEY}`, 'last-event-id': '0' } });
   const lines: string[] = [];
-  for (const line of (await response.text()).split('\n')) {
-    if (!line.startsWith('data: ')) continue;
-    const event = JSON.parse(line.slice('data: '.length)) as Json;
+  for (const message of parseSseText(await response.text())) {
+    if (message.data === undefined) continue;
+    const event = JSON.parse(message.data) as Json;
     if (event.type === 'build.log') lines.push(event.data.message);
   }
   return lines;

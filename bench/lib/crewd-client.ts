@@ -1,5 +1,6 @@
 import http from 'node:http';
 import path from 'node:path';
+import { SseParser } from '../../src/client/sse.js';
 import { type JsonTarget, jsonRequest } from './json-request.js';
 
 /** The example and test crews the benches deploy. */
@@ -20,7 +21,7 @@ export async function deployCrew(target: JsonTarget, file: string): Promise<stri
 
 /**
  * Follows a run's event stream until it ends; `onData` sees each `data:` payload (as text) with
- * the time it arrived. A lean parser, so a thousand of these in one process stay cheap.
+ * the time it arrived. The client's incremental parser, so a thousand of these in one process stay cheap.
  */
 export function followRun(
   target: JsonTarget,
@@ -44,19 +45,14 @@ export function followRun(
           return;
         }
         options.onOpen?.();
-        let buffer = '';
+        let arrivedAt = 0;
+        const parser = new SseParser((message) => {
+          if (message.data !== undefined) onData(message.data, arrivedAt);
+        });
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
-          const arrivedAt = now();
-          buffer += chunk;
-          let end = buffer.indexOf('\n\n');
-          while (end !== -1) {
-            const frame = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const at = frame.indexOf('data: ');
-            if (at !== -1) onData(frame.slice(at + 6), arrivedAt);
-            end = buffer.indexOf('\n\n');
-          }
+          arrivedAt = now();
+          parser.push(chunk);
         });
         res.on('end', () => resolve());
         res.on('error', reject);

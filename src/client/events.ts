@@ -1,4 +1,5 @@
 import { ApiError, apiError } from './errors.js';
+import { readSse } from './sse.js';
 
 /** One Server-Sent Event of a run or build stream: `seq` is its `id:` (null for events without one). */
 export interface StreamEvent {
@@ -70,37 +71,11 @@ async function openStream(options: EventStreamOptions, lastId: number | undefine
   return response;
 }
 
-/** Splits a `text/event-stream` body into events; comments (`: keepalive`) are skipped. */
+/** The run's or build's events in a `text/event-stream` body; messages without data (keepalives) are skipped. */
 async function* parseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<StreamEvent> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
-      let boundary = buffer.indexOf('\n\n');
-      while (boundary >= 0) {
-        const event = parseBlock(buffer.slice(0, boundary));
-        buffer = buffer.slice(boundary + 2);
-        if (event) yield event;
-        boundary = buffer.indexOf('\n\n');
-      }
-    }
-  } finally {
-    reader.releaseLock();
-    await body.cancel().catch(() => {});
+  for await (const message of readSse(body)) {
+    if (message.data === undefined) continue;
+    const seq = message.id === undefined || message.id === '' ? null : Number(message.id);
+    yield { seq, data: JSON.parse(message.data) };
   }
-}
-
-function parseBlock(block: string): StreamEvent | null {
-  let id: string | null = null;
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line.startsWith('id:')) id = line.slice(3).trim();
-    else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-  }
-  if (data.length === 0) return null;
-  return { seq: id === null || id === '' ? null : Number(id), data: JSON.parse(data.join('\n')) };
 }

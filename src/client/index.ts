@@ -6,6 +6,7 @@ export { uploadBundle } from './bundles.js';
 export { ApiError, apiError, errorMessage } from './errors.js';
 export { type EventStreamOptions, type StreamEvent, streamEvents } from './events.js';
 export type { components, operations, paths } from './schema.js';
+export { parseSseText, readSse, type SseMessage, SseParser } from './sse.js';
 
 export type CrewdClient = Client<paths>;
 export type Schemas = components['schemas'];

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SseParser } from '../../src/client/sse.js';
 import type { RunTimings } from '../../src/compose.js';
 import { ADMIN_KEY, startTestApp, type TestContext } from '../helpers/app.js';
 import type { TestDatabase } from '../helpers/database.js';
@@ -91,28 +92,24 @@ export async function readStream(
   let body = '';
   if (!response.body) return { status: response.status, contentType: null, messages, body };
   const decoder = new TextDecoder();
-  let buffer = '';
+  let stopped = false;
+  const parser = new SseParser((parsed) => {
+    if (stopped) return;
+    const message: SseMessage = {};
+    if (parsed.comments) message.comment = parsed.comments.join('\n');
+    if (parsed.id !== undefined) message.id = parsed.id;
+    if (parsed.data !== undefined) message.data = JSON.parse(parsed.data);
+    messages.push(message);
+    stopped = options.stopWhen?.(message, messages) ?? false;
+  });
   try {
     for await (const chunk of response.body) {
       const text = decoder.decode(chunk as Uint8Array, { stream: true });
       body += text;
-      buffer += text;
-      let split = buffer.indexOf('\n\n');
-      while (split !== -1) {
-        const block = buffer.slice(0, split);
-        buffer = buffer.slice(split + 2);
-        const message: SseMessage = {};
-        for (const line of block.split('\n')) {
-          if (line.startsWith(':')) message.comment = line.slice(1).trim();
-          else if (line.startsWith('id: ')) message.id = line.slice(4);
-          else if (line.startsWith('data: ')) message.data = JSON.parse(line.slice(6));
-        }
-        messages.push(message);
-        if (options.stopWhen?.(message, messages)) {
-          controller.abort();
-          return { status: response.status, contentType: response.headers.get('content-type'), messages, body };
-        }
-        split = buffer.indexOf('\n\n');
+      parser.push(text);
+      if (stopped) {
+        controller.abort();
+        break;
       }
     }
   } catch {

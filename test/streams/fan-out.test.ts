@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SseParser } from '../../src/client/sse.js';
 import { ADMIN_KEY } from '../helpers/app.js';
 import { createRunContext, crew, deploy, type RunContext, startRun } from '../runs/helpers.js';
 
@@ -11,7 +12,7 @@ interface Followed {
 
 /**
  * Follows a stream from its first event (a stream opened late replays what it missed) to its end,
- * with a lean parser, so hundreds of them in this process stay cheap.
+ * with the client's incremental parser, so hundreds of them in this process stay cheap.
  */
 function follow(baseUrl: string, runId: string, agent: http.Agent): Promise<Followed> {
   return new Promise((resolve, reject) => {
@@ -22,20 +23,14 @@ function follow(baseUrl: string, runId: string, agent: http.Agent): Promise<Foll
         { agent, headers: { authorization: `Bearer ${ADMIN_KEY}` } },
         (res) => {
           if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
-          let buffer = '';
-          res.setEncoding('latin1');
-          res.on('data', (chunk: string) => {
-            buffer += chunk;
-            for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-              const frame = buffer.slice(0, end);
-              buffer = buffer.slice(end + 2);
-              const id = /^id: (\d+)\n/.exec(frame)?.[1];
-              if (id !== undefined) seen.ids.push(Number(id));
-              if (frame.includes('"message":"big ')) seen.bigEvents++;
-              const data = frame.indexOf('data: ');
-              if (data !== -1) seen.last = frame.slice(data + 6, data + 200);
-            }
+          const parser = new SseParser((message) => {
+            if (message.id !== undefined) seen.ids.push(Number(message.id));
+            if (message.data === undefined) return;
+            if (message.data.includes('"message":"big ')) seen.bigEvents++;
+            seen.last = message.data.slice(0, 194);
           });
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => parser.push(chunk));
           res.on('end', () => resolve(seen));
           res.on('error', reject);
         },

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSseText } from '../../src/client/sse.js';
 import { ADMIN_KEY } from '../helpers/app.js';
 import {
   createRunContext,
@@ -75,12 +76,10 @@ describe('run event stream', () => {
     const body = response.slice(headEnd + 4);
     expect(head).toMatch(/^HTTP\/1\.1 200/);
     expect(head.toLowerCase()).not.toContain('transfer-encoding');
-    const frames = body.split('\n\n').filter((frame) => frame !== '');
-    expect(frames[0]).toMatch(/^id: 1\ndata: \{"type":"run.started"/);
-    expect(frames.at(-1)).toMatch(/^data: \{"type":"complete","status":"succeeded"/);
-    const ids = frames
-      .filter((frame) => frame.startsWith('id: '))
-      .map((frame) => Number(/^id: (\d+)/.exec(frame)?.[1]));
+    expect(body).toMatch(/^id: 1\ndata: \{"type":"run.started"/);
+    const messages = parseSseText(body);
+    expect(messages.at(-1)?.data).toMatch(/^\{"type":"complete","status":"succeeded"/);
+    const ids = messages.flatMap((message) => (message.id === undefined ? [] : [Number(message.id)]));
     // run.started, three ticks' logs and run.completed at least, in order, with no chunk-size lines between.
     expect(ids.length).toBeGreaterThanOrEqual(5);
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
