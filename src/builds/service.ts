@@ -36,18 +36,12 @@ import { detectProject } from './project.js';
 import { buildToolsDir } from './python-tools.js';
 import * as repo from './repository.js';
 import { BuildFailure, type BuildLogger } from './run-step.js';
-import { buildFeed, buildStreamSource } from './stream-source.js';
+import { type ActiveBuild, buildFeed, buildStreamSource } from './stream-source.js';
 import { inspectBundle } from './unpack.js';
 
 export const CRASHED_BUILD_ERROR =
   'The build was interrupted: the crewd instance building it ended without finishing it (it crashed or was ' +
   'killed). Upload the bundle again to build it.';
-
-/** A build going on here: its log, for streams that open while it runs. */
-export interface ActiveBuild {
-  orgId: string;
-  log: RunEventLog;
-}
 
 export interface BuildServiceOptions {
   db: Kysely<Database>;

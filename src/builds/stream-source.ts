@@ -1,10 +1,16 @@
 import { versionNotFound } from '../deployments/service.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { RunEventFeed } from '../events/types.js';
+import type { RunEventLog } from '../execution/event-log.js';
 import type { StreamRecord, StreamSource } from '../streams/stream-source.js';
 import type { BuildVersionRecord } from './repository.js';
 import * as repo from './repository.js';
-import type { ActiveBuild } from './service.js';
+
+/** A build going on here: its log, for streams that open while it runs. */
+export interface ActiveBuild {
+  orgId: string;
+  log: RunEventLog;
+}
 
 function recordOf(version: BuildVersionRecord): StreamRecord {
   const terminal = version.status !== 'building';

@@ -1,5 +1,11 @@
 import { sql } from 'kysely';
-import type { StoredVariable } from './variables.js';
+
+/** A deployment variable as stored: `value` is sealed when `encrypted` (see variables.ts). */
+export interface StoredVariable {
+  name: string;
+  value: string;
+  encrypted: boolean;
+}
 
 /**
  * The version's deployment's stored variables (null when it has none), read with the version a run

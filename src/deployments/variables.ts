@@ -1,17 +1,14 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.js';
 import { notFound } from '../errors.js';
+import type { StoredVariable } from './launch-version.js';
 import * as deploymentsRepo from './repository.js';
 import { createSecretBox } from './secret-box.js';
 
 /** Stops the start: encrypted variables cannot be read with the SECRETS_KEY given (or without one). */
 export class SecretsKeyError extends Error {}
 
-export interface StoredVariable {
-  name: string;
-  value: string;
-  encrypted: boolean;
-}
+export type { StoredVariable };
 
 /** What a variable's sealed value is bound to: its deployment and name. */
 export const variableContext = (deploymentId: string, name: string) => `${deploymentId}/${name}`;
