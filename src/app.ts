@@ -15,6 +15,7 @@ import { registerOpenApi } from './http/openapi.js';
 import { installSecurityHeaders } from './http/security-headers.js';
 import { createMetricsListener } from './metrics/listener.js';
 import { registerLangGraphApi } from './langgraph-api/plugin.js';
+import { mcpRoutes } from './mcp/routes.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { runRoutes } from './runs/routes.js';
 import { tableRoutes } from './tables/routes.js';
@@ -104,6 +105,15 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
   );
   await registerLangGraphApi(app, { db: database.db, config, services: composed.services });
   await app.register(incomingTriggerRoutes, { incoming: incomingWebhooks });
+  await app.register(mcpRoutes, {
+    db: database.db,
+    runs,
+    threads,
+    streams,
+    waitMs: config.mcpCallWaitSeconds * 1000,
+    allowedOrigins: config.mcpAllowedOrigins,
+    version: VERSION,
+  });
   await app.register(consoleRoutes); // the web console at /console/
   return app;
 }

@@ -93,6 +93,11 @@ const configSchema = z.object({
     .min(0, 'must be 0 or more')
     .default(600),
   SECRETS_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .transform((value) => value.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))
+    .default([]),
+  MCP_CALL_WAIT_SECONDS: positiveNumber.default(50),
   LANGGRAPH_API_PREFIX: z
     .string()
     .regex(/^\/[A-Za-z0-9._~\/-]*[A-Za-z0-9._~-]$/, 'must be a path such as /langgraph (empty turns the API off)')
@@ -180,6 +185,10 @@ export interface Config {
   pythonForkServerIdleSeconds: number;
   /** Encrypts deployment variables at rest (AES-256-GCM) when set. */
   secretsKey: string | undefined;
+  /** Origins whose browser pages may call /mcp; `*` any. Requests without an Origin header always pass. */
+  mcpAllowedOrigins: string[];
+  /** How long a tools/call waits for its run before answering with the run's id (the run goes on). */
+  mcpCallWaitSeconds: number;
   /** Where the LangGraph Agent Server API is served (CONTRACTS §14); undefined: not served (set empty). */
   langgraphApiPrefix: string | undefined;
   /** What build steps get of the service's environment: HOME, proxies, pip, uv and npm settings. */
@@ -254,6 +263,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     buildPythonInstaller: parsed.BUILD_PYTHON_INSTALLER,
     pythonForkServerIdleSeconds: parsed.PYTHON_FORK_SERVER_IDLE_SECONDS,
     secretsKey: parsed.SECRETS_KEY,
+    mcpAllowedOrigins: parsed.MCP_ALLOWED_ORIGINS,
+    mcpCallWaitSeconds: parsed.MCP_CALL_WAIT_SECONDS,
     // Empty turns the API off, unlike other settings where empty means unset.
     langgraphApiPrefix: env.LANGGRAPH_API_PREFIX === '' ? undefined : parsed.LANGGRAPH_API_PREFIX,
     buildEnv: Object.fromEntries(

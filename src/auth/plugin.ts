@@ -61,7 +61,7 @@ function keyOf(request: FastifyRequest, allowApiKeyHeader: boolean): string | un
 const INCOMING_WEBHOOK_ROUTE = '/webhooks/runs/:token';
 
 /**
- * Resolves `Authorization: Bearer <key>` to a principal for every route under /v1 (and under the
+ * Resolves `Authorization: Bearer <key>` to a principal for every route under /v1 and /mcp (and under the
  * LangGraph API's prefix, where `x-api-key` is taken too: CONTRACTS §14), and applies
  * the request limits (per key, and per address on failed keys and token URLs).
  */
@@ -97,7 +97,7 @@ const authPlugin: FastifyPluginAsync<{
     if (langgraph) {
       const path = (request.url.split('?')[0] ?? '').slice(langgraphPrefix.length);
       if (LANGGRAPH_PUBLIC.has(path)) return;
-    } else if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    } else if (!request.url.startsWith('/v1/') && request.url !== '/v1' && !under(request.url, '/mcp')) return;
     const key = keyOf(request, langgraph);
     const principal = key ? await lookUp(key) : null;
     if (!principal) {

@@ -70,6 +70,8 @@ export interface DeploymentVersionsTable {
   build_error: ColumnType<string | null, string | null | undefined, string | null>;
   runtime: ColumnType<Runtime | null, Runtime | null | undefined, Runtime | null>;
   entrypoint: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  /** What the build's import check found the version's input and output to be (src/mcp/tools.ts reads it). */
+  tool_schemas: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
   bundle_sha256: ColumnType<string | null, string | null | undefined, string | null>;
   bundle_size: ColumnType<number | null, number | null | undefined, number | null>;
   promote_to: ColumnType<Environment | null, Environment | null | undefined, Environment | null>;

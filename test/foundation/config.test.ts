@@ -43,6 +43,8 @@ describe('configuration', () => {
       buildCacheDir: 'data/environments',
       pythonForkServerIdleSeconds: 600,
       secretsKey: undefined,
+      mcpAllowedOrigins: [],
+      mcpCallWaitSeconds: 50,
       langgraphApiPrefix: '/langgraph',
       buildEnv: {},
       runLimits: {

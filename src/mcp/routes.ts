@@ -1,0 +1,105 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/plugin.js';
+import { CallsInFlight } from './calls-in-flight.js';
+import { createMcpServer, type McpDeps } from './server.js';
+
+export interface McpRouteOptions extends Omit<McpDeps, 'calls'> {
+  /** Origins whose browsers may call /mcp (MCP_ALLOWED_ORIGINS); `*` allows any. Requests without Origin pass. */
+  allowedOrigins: readonly string[];
+}
+
+/** A JSON-RPC error without id, as the transport answers what it refuses. */
+function refuse(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}) {
+  return reply
+    .status(status)
+    .headers(headers)
+    .type('application/json')
+    .send(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+const wants = (accept: string, type: string) => accept.includes(type) || accept.includes('*/*');
+
+/**
+ * Answers with SSE when the client takes it and the request holds a tools/call (its progress notifications come
+ * before the result); with one JSON answer otherwise, and for clients that accept only JSON.
+ */
+function answersWithSse(accept: string, body: unknown): boolean {
+  if (!accept.includes('text/event-stream')) return false;
+  if (!wants(accept, 'application/json')) return true;
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.some((message) => (message as { method?: unknown } | null)?.method === 'tools/call');
+}
+
+/** The request as the SDK's web-standard transport takes it, asking for the answer chosen above. */
+function webRequest(request: FastifyRequest, sse: boolean): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (typeof value === 'string') headers.set(name, value);
+    else if (Array.isArray(value)) headers.set(name, value.join(', '));
+  }
+  headers.set('accept', sse ? 'application/json, text/event-stream' : 'application/json, text/event-stream;q=0');
+  headers.delete('content-length');
+  return new Request(`http://localhost${request.url}`, { method: 'POST', headers, body: '' });
+}
+
+/**
+ * `/mcp`: crewd's deployments as MCP tools over Streamable HTTP (docs/mcp.md). Stateless: each POST is answered by
+ * a server and transport of its own, for the key that sent it; GET and DELETE answer 405 (no sessions, no
+ * server-initiated stream). The bearer key is checked by the auth plugin, as under /v1.
+ */
+export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, options) => {
+  const { allowedOrigins, ...rest } = options;
+  const deps: McpDeps = { ...rest, calls: new CallsInFlight() };
+  const anyOrigin = allowedOrigins.includes('*');
+
+  app.addHook('onRequest', async (request, reply) => {
+    const origin = request.headers.origin;
+    if (origin === undefined || anyOrigin || allowedOrigins.includes(origin)) return;
+    return refuse(reply, 403, `Origin ${origin} may not call /mcp: add it to MCP_ALLOWED_ORIGINS to allow it`);
+  });
+
+  const schema = {
+    tags: ['mcp'],
+    summary: 'MCP Streamable HTTP endpoint: deployments as tools',
+    description:
+      'JSON-RPC messages of the Model Context Protocol (revision 2025-11-25). POST a message; the answer is JSON, ' +
+      'or SSE for tools/call when Accept lists text/event-stream. Notifications answer 202. See docs/mcp.md.',
+  };
+
+  app.route({
+    method: ['GET', 'DELETE'],
+    url: '/mcp',
+    schema: { ...schema, operationId: 'mcpWithoutSession' },
+    handler: async (_request, reply) =>
+      refuse(reply, 405, 'This MCP server is stateless: POST JSON-RPC messages to /mcp', { allow: 'POST' }),
+  });
+
+  app.post('/mcp', { schema: { ...schema, operationId: 'mcp' } }, async (request, reply) => {
+    const principal = principalOf(request);
+    const accept = request.headers.accept ?? '';
+    if (!wants(accept, 'application/json') && !accept.includes('text/event-stream')) {
+      return refuse(reply, 406, 'Not Acceptable: Accept must list application/json or text/event-stream');
+    }
+    const sse = answersWithSse(accept, request.body);
+    const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: !sse });
+    const server = createMcpServer(deps, principal);
+    await server.connect(transport);
+    const close = () => void server.close().catch(() => {});
+    const answer = await transport.handleRequest(webRequest(request, sse), { parsedBody: request.body });
+    reply.status(answer.status);
+    answer.headers.forEach((value, name) => {
+      reply.header(name, value);
+    });
+    if (!answer.body) {
+      close();
+      return reply.send();
+    }
+    const body = Readable.fromWeb(answer.body as NodeReadableStream);
+    // The answer is over (sent, or the client left): the server and its transport go.
+    reply.raw.once('close', close);
+    return reply.send(body);
+  });
+};

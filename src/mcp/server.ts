@@ -1,0 +1,90 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  CancelledNotificationSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Kysely } from 'kysely';
+import type { Principal } from '../auth/plugin.js';
+import type { Database } from '../db/types.js';
+import { type CallDeps, callTool } from './call.js';
+import type { CallsInFlight } from './calls-in-flight.js';
+import { listToolDeployments } from './repository.js';
+import { type DeploymentTool, toTools } from './tools.js';
+
+export interface McpDeps extends CallDeps {
+  db: Kysely<Database>;
+  calls: CallsInFlight;
+  version: string;
+}
+
+/** A short line for a progress notification: the event's type, and its node or message when it has one. */
+function progressMessage(type: string, data: unknown): string {
+  const detail = data && typeof data === 'object' ? (data as Record<string, unknown>) : {};
+  const about = [detail.node, detail.message, detail.name].find((value) => typeof value === 'string');
+  return about ? `${type}: ${about as string}` : type;
+}
+
+/** Lists are answered empty for what crewd does not serve; initialize advertises tools only. */
+const EMPTY_LISTS: Record<string, Record<string, unknown[]>> = {
+  'resources/list': { resources: [] },
+  'resources/templates/list': { resourceTemplates: [] },
+  'prompts/list': { prompts: [] },
+};
+
+/**
+ * The MCP server one HTTP request speaks to (stateless: each request gets its own, for the key that made it).
+ * Tools are the organization's deployments, read at each list and call.
+ */
+export function createMcpServer(deps: McpDeps, principal: Principal): Server {
+  const server = new Server(
+    { name: 'crewd', title: 'crewd', version: deps.version },
+    {
+      capabilities: { tools: { listChanged: false } },
+      instructions: 'Each tool runs one crewd deployment (a crew, flow, graph or command) and answers its output.',
+    },
+  );
+  const tools = async (): Promise<DeploymentTool[]> => toTools(await listToolDeployments(deps.db, principal.orgId));
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await tools()).map((tool) => tool.tool) }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = (await tools()).find((candidate) => candidate.tool.name === request.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    const token = request.params._meta?.progressToken;
+    const flight = deps.calls.begin(principal.keyId, extra.requestId);
+    const progress =
+      token === undefined
+        ? null
+        : (count: number, event: { type: string; data: unknown }) => {
+            const params = { progressToken: token, progress: count, message: progressMessage(event.type, event.data) };
+            void extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {});
+          };
+    try {
+      return await callTool(deps, {
+        principal,
+        tool,
+        args: request.params.arguments ?? {},
+        progress,
+        signal: flight.signal,
+        started: () => {},
+      });
+    } finally {
+      flight.end();
+    }
+  });
+
+  server.setNotificationHandler(CancelledNotificationSchema, async (notification) => {
+    const { requestId, reason } = notification.params;
+    if (requestId !== undefined) deps.calls.cancel(principal.keyId, requestId, reason);
+  });
+
+  server.fallbackRequestHandler = async (request) => {
+    const empty = EMPTY_LISTS[request.method];
+    if (empty) return empty;
+    throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+  };
+  return server;
+}

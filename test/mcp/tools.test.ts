@@ -1,0 +1,89 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ListPromptsResultSchema, ListResourcesResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestContext } from '../helpers/app.js';
+import { createRunContext, crew } from '../runs/helpers.js';
+import { deployNamed, mcpClient } from './helpers.js';
+
+describe('/mcp: deployments as tools', () => {
+  let ctx: TestContext;
+  let client: Client;
+
+  beforeAll(async () => {
+    ctx = await createRunContext();
+    await deployNamed(ctx, 'echo crew', crew('trivial.mjs'), { description: 'Echoes its input' });
+    await deployNamed(ctx, 'failing', crew('failing.mjs'));
+    await deployNamed(ctx, 'hidden', crew('trivial.mjs'), { mcp: false });
+    // No production version: no tool.
+    const bare = await ctx.call('POST', '/v1/deployments', { body: { name: 'no-version' } });
+    expect(bare.statusCode).toBe(201);
+    client = await mcpClient(ctx);
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await ctx?.close();
+  });
+
+  it('initializes on revision 2025-11-25 and advertises tools only', () => {
+    expect(client.getServerVersion()?.name).toBe('crewd');
+    const capabilities = client.getServerCapabilities();
+    expect(capabilities?.tools).toBeDefined();
+    expect(capabilities?.resources).toBeUndefined();
+    expect(capabilities?.prompts).toBeUndefined();
+  });
+
+  it('lists each deployment with a production version and the switch on, its name made valid', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['echo_crew', 'failing']);
+    const echo = tools.find((tool) => tool.name === 'echo_crew');
+    expect(echo?.description).toBe('Echoes its input');
+    expect(echo?.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { thread_id: { type: 'string' }, resume: {} },
+    });
+    expect(tools.find((tool) => tool.name === 'failing')?.description).toContain('failing');
+  });
+
+  it('answers empty lists of resources and prompts', async () => {
+    const resources = await client.request({ method: 'resources/list' }, ListResourcesResultSchema);
+    expect(resources.resources).toEqual([]);
+    const prompts = await client.request({ method: 'prompts/list' }, ListPromptsResultSchema);
+    expect(prompts.prompts).toEqual([]);
+  });
+
+  it('calls a command crew: its output as structured content and text, the run id in _meta', async () => {
+    const result = await client.callTool({ name: 'echo_crew', arguments: { topic: 'otters' } });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ echo: { topic: 'otters' } });
+    expect(result.content).toEqual([{ type: 'text', text: JSON.stringify({ echo: { topic: 'otters' } }) }]);
+    const runId = result._meta?.['crewd/run_id'] as string;
+    const run = await ctx.call('GET', `/v1/runs/${runId}`);
+    expect(run.json()).toMatchObject({ status: 'succeeded', input: { topic: 'otters' } });
+  });
+
+  it('turns the run events into progress notifications when a progress token is sent', async () => {
+    const messages: string[] = [];
+    const result = await client.callTool({ name: 'echo_crew', arguments: {} }, undefined, {
+      onprogress: (progress) => messages.push(`${progress.progress} ${progress.message}`),
+    });
+    expect(result.isError).toBeFalsy();
+    expect(messages).toEqual([
+      '1 run.started',
+      '2 task.started',
+      '3 log: echoing the input',
+      '4 task.completed',
+      '5 run.completed',
+    ]);
+  });
+
+  it('answers a failed run as a tool error with the run’s error', async () => {
+    const result = await client.callTool({ name: 'failing', arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(result.content).toEqual([{ type: 'text', text: 'the crew could not finish its task' }]);
+  });
+
+  it('refuses an unknown tool, and a tool switched off', async () => {
+    await expect(client.callTool({ name: 'hidden', arguments: {} })).rejects.toThrow('Unknown tool: hidden');
+  });
+});
