@@ -21,16 +21,16 @@ import { createRunExecutor } from './execution/executor.js';
 import { createInstanceLease, instanceName } from './execution/instance-lease.js';
 import type { ProcessLauncher } from './execution/launcher.js';
 import { Peers } from './execution/peers.js';
-import { RunningRuns } from './execution/running-runs.js';
 import { sandboxedLauncher } from './execution/sandboxed-launcher.js';
 import { createSpawner } from './execution/spawner.js';
-import { createWakeUps } from './execution/wake-ups.js';
 import { createMetrics } from './metrics/registry.js';
 import { createEndRecorder } from './run-record/end-recorder.js';
 import type { RunObserver } from './run-record/observer.js';
 import { countActiveRuns } from './run-record/repository.js';
 import { createRunService } from './runs/service.js';
 import { createSandbox, type Sandbox } from './sandbox/index.js';
+import { createSignalHub } from './signals/hub.js';
+import { createPgSignalTransport } from './signals/pg-transport.js';
 import { createRunStreams } from './streams/streams.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
@@ -150,8 +150,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     leaseSeconds: config.instanceLeaseSeconds,
   });
   const peers = new Peers(lease.id);
-  const running = new RunningRuns();
-  const local = createLocalEventBus((runId) => running.liveState(runId));
+  const local = createLocalEventBus();
   const remote =
     listener && timings.crossInstanceFeed !== false
       ? createPgEventFeed({ listener, db, instanceId: () => lease.id, peersAlive: () => peers.alive, logger })
@@ -183,25 +182,35 @@ export async function composeServices({ config, database, logger, ...options }: 
     forkServers,
     secrets,
   });
-  const wakeUps = createWakeUps(db, listener, logger);
-  const queuedRunsMayStart = () => wakeUps.runsWaiting();
+  // What parts of a run tell each other, here and (on PostgreSQL) to the other instances; every subscriber is here.
+  const signals = createSignalHub({
+    logger,
+    transport: listener ? createPgSignalTransport({ db, listener, instanceId: lease.id, logger }) : null,
+    subscribers: {
+      queued: [() => executor.pump()],
+      threadReleased: [() => executor.pump()],
+      stopRequested: [({ runId }) => executor.stopIfOwned(runId)],
+      ended: [({ runId }) => bus.notLive(runId)],
+      instanceStarted: [({ instanceId }) => peers.hello(instanceId)],
+    },
+  });
   const endRecorder = createEndRecorder({
     db,
     bus,
     logger,
     observer,
-    hooks: [threadRunEndHook(queuedRunsMayStart), webhookRunEndHook(webhooks, deliveryWorker.outbox)],
+    signals,
+    hooks: [threadRunEndHook(signals), webhookRunEndHook(webhooks, deliveryWorker.outbox)],
   });
   const executor = createRunExecutor({
     db,
     bus,
     endRecorder,
     launcher,
-    running,
     lease,
     peers,
     loadThreadState: threadStateLoader(db),
-    threadRunStopped: threadRunStopped(db, queuedRunsMayStart),
+    threadRunStopped: threadRunStopped(db, signals),
     logger,
     maxConcurrentRuns: config.maxConcurrentRuns,
     maxRunsPerOrganization: config.maxRunsPerOrganization,
@@ -212,7 +221,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     runLimits: config.runLimits,
     tickMs: timings.leaseTickMs ?? Math.max(200, (config.instanceLeaseSeconds * 1000) / 3),
     observer,
-    wakeUps,
+    signals,
     prepareVersion: builds.prepareVersion,
     // The servers' children are runs: they stop after them.
     afterRunsStopped: () => forkServers.stop(),
@@ -222,6 +231,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     deployments,
     executor,
     endRecorder,
+    signals,
     threadGate: takeThreadForRun,
     cache: caches.runs,
     secrets,

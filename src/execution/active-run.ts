@@ -1,4 +1,4 @@
-import type { RunOutcome } from '../run-record/end-recorder.js';
+import type { OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { LaunchSpec, RunIdentity } from '../run-record/types.js';
 import type { RunEventLog } from './event-log.js';
 import { limitHit, outputLimitError, type RunLimits } from './limits.js';
@@ -22,8 +22,8 @@ export class ActiveRun {
   process: RunnerProcess | null = null;
   /** The run's end is being written (or was): later output and exits change nothing. */
   ending = false;
-  /** The run's end is committed: streams read it from the store, though its process may still be going. */
-  ended = false;
+  /** The writing of the run's end, once begun: what a second attempt to end it (a cancel, say) waits for. */
+  finished: Promise<OwnEnd> | null = null;
   private report: RunnerReport | null = null;
   private timedOut = false;
   /** The runner gave its result but did not exit within the grace, so it was stopped. */

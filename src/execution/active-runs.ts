@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
-import type { EndRecorder, RunOutcome } from '../run-record/end-recorder.js';
+import type { EndRecorder, OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { RunObserver } from '../run-record/observer.js';
 import { findEndedAmong } from '../run-record/repository.js';
 import type { LaunchSpec, RunStatus } from '../run-record/types.js';
@@ -15,7 +15,7 @@ import { DEFAULT_RUN_LIMITS, type RunLimits } from './limits.js';
 import { type ProcessExit, startRunnerProcess } from './process-runner.js';
 import { missingProgram } from './program-check.js';
 import { prepareRunFolder, removeScratchFolder, runnerEnvironment } from './run-setup.js';
-import type { RunningRuns } from './running-runs.js';
+import { RunningRuns } from './running-runs.js';
 
 /** What a run of a version starts with, beyond the runner protocol's own variables. */
 export interface VersionLaunch {
@@ -58,7 +58,6 @@ export interface ActiveRunsOptions {
   bus: LocalEventBus;
   endRecorder: EndRecorder;
   launcher: ProcessLauncher;
-  running: RunningRuns;
   logger: Logger;
   /** Where scratch folders of runs without a `cwd` go. */
   runsDir: string;
@@ -79,14 +78,26 @@ export interface ActiveRunsOptions {
  * exit, a cancel, shutdown), and frees its slot once nothing of it is left.
  */
 export function createActiveRuns(options: ActiveRunsOptions) {
-  const { db, bus, endRecorder, running, logger } = options;
+  const { db, bus, endRecorder, logger } = options;
+  const running = new RunningRuns();
   /** Runs' supervision until their slot is free, so shutdown can wait for all of them. */
   const supervising = new Set<Promise<void>>();
 
-  /** Writes the run's end, once; later output and exits change nothing. */
-  async function finish(run: ActiveRun, outcome: RunOutcome): Promise<boolean> {
-    if (run.ending) return false;
+  /**
+   * Writes the run's end, once; later output and exits change nothing. A call after the first
+   * waits for the first one's end and answers `lost` (not this call's).
+   */
+  async function finish(run: ActiveRun, outcome: RunOutcome): Promise<OwnEnd> {
+    if (run.ending) {
+      await run.finished;
+      return 'lost';
+    }
     run.ending = true;
+    run.finished = record(run, outcome);
+    return run.finished;
+  }
+
+  async function record(run: ActiveRun, outcome: RunOutcome): Promise<OwnEnd> {
     const { unstored, nextSeq } = await run.log.close();
     return endRecorder.recordOwnEnd({
       runId: run.id,
@@ -95,9 +106,6 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       seq: nextSeq,
       unstored,
       identity: run.identity,
-      committed: () => {
-        run.ended = true;
-      },
     });
   }
 
@@ -167,14 +175,24 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   }
 
   /**
-   * Starts the process of a run this instance holds a slot for; resolves once it runs (or failed
-   * to). `slotFreed` is called once the run is over and nothing of it is left.
+   * Starts the process of a run this instance holds a slot for. The run is registered before this
+   * returns; `started` resolves once its process runs (or failed to), `gone` once the run is over
+   * and nothing of it is left (its slot is free then).
    */
-  async function launch(spec: LaunchSpec, slotFreed: () => void): Promise<RunStatus> {
+  function launch(spec: LaunchSpec): { started: Promise<RunStatus>; gone: Promise<void> } {
     const limits = options.runLimits ?? DEFAULT_RUN_LIMITS;
     const log = new RunEventLog(spec.run.id, 0, db, bus, logger, limits.events);
     const run = new ActiveRun(spec, log, options.killGraceMs, limits);
     running.add(run);
+    bus.live(run.id, { orgId: run.orgId, backlog: () => log.backlog() });
+    let gone = () => {};
+    const left = new Promise<void>((resolve) => (gone = resolve));
+    return { started: supervise(run, gone), gone: left };
+  }
+
+  /** Places and starts the run's process, and supervises it to its end; `gone` is called once nothing of it is left. */
+  async function supervise(run: ActiveRun, gone: () => void): Promise<RunStatus> {
+    const { spec } = run;
 
     const place = await placeRun(run);
     const scratch = 'cwd' in place && place.scratch ? place.cwd : null;
@@ -191,8 +209,9 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         await run.process?.terminate();
       } finally {
         running.delete(run.id);
+        bus.notLive(run.id);
         // No process of the run is left: its slot is free; the rest is bookkeeping.
-        slotFreed();
+        gone();
         if (spec.run.thread_id) await threadRunStopped(run.id);
         if (scratch) await removeScratchFolder(scratch);
       }
@@ -214,13 +233,16 @@ export function createActiveRuns(options: ActiveRunsOptions) {
 
     owns: (runId: string) => running.has(runId),
 
-    /** Cancels a run running here: its end is written at once, then its process group is stopped. */
-    async cancel(runId: string): Promise<boolean> {
+    /**
+     * Cancels a run running here: its end is written at once, then its process group is stopped.
+     * Resolves once the run's end is written (or kept for a later tick), whoever wrote it.
+     */
+    async cancel(runId: string): Promise<'canceled' | 'ended' | 'not-here'> {
       const run = running.get(runId);
-      if (!run) return false;
+      if (!run) return 'not-here';
       const ended = await finish(run, { status: 'canceled', output: null, error: null });
       void run.process?.terminate();
-      return ended;
+      return ended === 'lost' ? 'ended' : 'canceled';
     },
 
     /** Stops the processes of runs here that another instance ended (a cancel made there). */
@@ -230,7 +252,8 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         const run = running.get(runId);
         if (!run || run.ending) continue;
         run.ending = true;
-        await run.log.close();
+        run.finished = run.log.close().then(() => 'lost' as const);
+        await run.finished;
         void run.process?.terminate();
       }
     },
@@ -238,6 +261,11 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     /** Records the stops of thread runs the database could not take when their processes ended. */
     async retryThreadRunStops(): Promise<void> {
       for (const runId of [...unrecordedStops]) await threadRunStopped(runId);
+    },
+
+    /** Runs whose processes are alive here. */
+    get size(): number {
+      return running.size;
     },
 
     /** Shutdown: runs still going fail as lost and their process groups stop, so no runner outlives the service. */

@@ -6,23 +6,21 @@ import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { EndRecorder } from '../run-record/end-recorder.js';
 import type { RunObserver } from '../run-record/observer.js';
-import type { RunExecutor } from '../run-record/types.js';
+import type { Signals } from '../signals/hub.js';
 import { createActiveRuns, type VersionPreparer } from './active-runs.js';
 import { createHousekeeping } from './housekeeping.js';
 import type { InstanceLease } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
 import type { RunLimits } from './limits.js';
 import type { Peers } from './peers.js';
+import { createRunPort } from './port.js';
 import { createRunQueue, type ThreadStateLoader } from './run-queue.js';
-import type { RunningRuns } from './running-runs.js';
-import type { WakeUps } from './wake-ups.js';
 
 export interface ExecutorOptions {
   db: Kysely<Database>;
   bus: LocalEventBus;
   endRecorder: EndRecorder;
   launcher: ProcessLauncher;
-  running: RunningRuns;
   lease: InstanceLease;
   peers: Peers;
   loadThreadState: ThreadStateLoader;
@@ -44,8 +42,8 @@ export interface ExecutorOptions {
   /** Housekeeping tick (lease heartbeat, sweeps, queue poll). */
   tickMs: number;
   observer?: RunObserver | undefined;
-  /** On PostgreSQL: other instances' news of queued and canceled runs, heard before the next tick. */
-  wakeUps?: WakeUps | undefined;
+  /** What the executor tells the rest: runs queued, this instance started (src/signals). */
+  signals: Signals;
   prepareVersion?: VersionPreparer | undefined;
   /** At shutdown, once no run is left and before the launcher stops (the Python fork servers stop here). */
   afterRunsStopped?: (() => Promise<void>) | undefined;
@@ -53,37 +51,31 @@ export interface ExecutorOptions {
 
 /**
  * Runs runs on this instance: the queue of slots and pending runs, the active runs' processes,
- * and the housekeeping that keeps several instances honest. What the run service calls.
+ * and the housekeeping that keeps several instances honest. The APIs over runs use its port
+ * (`admit`, `cancel`); the composition root gives the signal hub's subscribers `pump` and `stopIfOwned`.
  */
 export function createRunExecutor(options: ExecutorOptions) {
-  const { lease, logger, wakeUps } = options;
+  const { lease, logger } = options;
   const runsDir = path.resolve(options.dataDir, 'runs');
   const activeRuns = createActiveRuns({ ...options, runsDir });
   const queue = createRunQueue({ ...options, instanceId: lease.id, activeRuns });
   const housekeeping = createHousekeeping({ ...options, activeRuns, queue });
 
-  const executor: RunExecutor = {
-    instanceId: lease.id,
-    reserve: queue.reserve,
-    release: queue.release,
-    launch: queue.launch,
-    enqueued: queue.enqueued,
-    owns: activeRuns.owns,
-    cancel: activeRuns.cancel,
-    canceledElsewhere: (runId) => wakeUps?.send(`stop:${runId}`),
-    stopProcess(runId) {
-      if (!activeRuns.owns(runId)) {
-        wakeUps?.send(`stop:${runId}`);
-        return;
-      }
-      activeRuns.stopEndedElsewhere([runId]).catch((error: unknown) => {
-        logger.error({ err: error, runId }, 'stopping a displaced run failed; retrying on the next tick');
-      });
-    },
-  };
+  const port = createRunPort({ instanceId: lease.id, queue, activeRuns, signals: options.signals });
 
   return {
-    ...executor,
+    ...port,
+
+    /** Looks for pending runs now (a run was queued, or a thread released, here or elsewhere). */
+    pump: () => queue.pump(),
+
+    /** A run ended in the database while its process may run: stops the process if it runs here. */
+    stopIfOwned(runId: string): void {
+      if (!activeRuns.owns(runId)) return;
+      activeRuns.stopEndedElsewhere([runId]).catch((error: unknown) => {
+        logger.error({ err: error, runId }, 'stopping a run ended elsewhere failed; retrying on the next tick');
+      });
+    },
 
     async start(): Promise<void> {
       options.launcher.start();
@@ -107,7 +99,7 @@ export function createRunExecutor(options: ExecutorOptions) {
     organizationCreated: queue.organizationCreated,
 
     /** Runs whose processes are alive here (for tests and the bench). */
-    activeCount: () => options.running.size,
+    activeCount: () => activeRuns.size,
   };
 }
 

@@ -3,17 +3,18 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import { deleteExpired } from '../idempotency/store.js';
 import type { EndRecorder } from '../run-record/end-recorder.js';
+import type { Signals } from '../signals/hub.js';
 import type { ActiveRuns } from './active-runs.js';
 import { type InstanceLease, LOST_RUN_ERROR } from './instance-lease.js';
 import type { Peers } from './peers.js';
 import type { RunQueue } from './run-queue.js';
-import type { WakeUps } from './wake-ups.js';
 
 /**
  * The instance's periodic work: its lease, runs of dead instances failed as lost, processes of
  * runs canceled elsewhere stopped, ends kept through an outage written, pending runs of other
- * instances picked up, expired idempotency keys forgotten. Wake-ups from other instances do the
- * urgent part at once; the tick makes up for any missed one.
+ * instances picked up, expired idempotency keys forgotten. Signals from other instances do the
+ * urgent part at once (their subscribers are given in src/compose.ts); the tick makes up for any
+ * missed one.
  */
 export function createHousekeeping(options: {
   db: Kysely<Database>;
@@ -22,7 +23,8 @@ export function createHousekeeping(options: {
   endRecorder: EndRecorder;
   activeRuns: ActiveRuns;
   queue: RunQueue;
-  wakeUps?: WakeUps | undefined;
+  /** `instanceStarted` is emitted once this instance is registered. */
+  signals: Signals;
   logger: Logger;
   tickMs: number;
 }) {
@@ -33,15 +35,6 @@ export function createHousekeeping(options: {
     ticking: false,
     timer: null as NodeJS.Timeout | null,
   };
-
-  options.wakeUps?.onPending(() => queue.pump());
-  options.wakeUps?.onHello((instanceId) => peers.hello(instanceId));
-  options.wakeUps?.onStop((runId) => {
-    if (!activeRuns.owns(runId)) return;
-    activeRuns.stopEndedElsewhere([runId]).catch((error: unknown) => {
-      logger.error({ err: error, runId }, 'stopping a run canceled elsewhere failed; retrying on the next tick');
-    });
-  });
 
   /** Fails runs whose instance died, including this instance's previous life. */
   async function failLostRuns(): Promise<void> {
@@ -90,7 +83,7 @@ export function createHousekeeping(options: {
       return;
     }
     state.registered = true;
-    options.wakeUps?.send(`hello:${lease.id}`);
+    options.signals.emit('instanceStarted', { instanceId: lease.id });
     queue.open();
     every(options.tickMs, tick, true);
   }

@@ -6,7 +6,6 @@ import * as repo from '../run-record/repository.js';
 import type { LaunchSpec, RunStatus, ThreadState } from '../run-record/types.js';
 import type { ActiveRuns } from './active-runs.js';
 import { organizationShare, Slots } from './slots.js';
-import type { WakeUps } from './wake-ups.js';
 
 /** Reads a thread's values and latest checkpoint for a queued run that starts later. */
 export type ThreadStateLoader = (threadId: string) => Promise<ThreadState>;
@@ -32,7 +31,6 @@ export function createRunQueue(options: {
     | undefined;
   activeRuns: ActiveRuns;
   loadThreadState: ThreadStateLoader;
-  wakeUps?: WakeUps | undefined;
   /** Longest wait between two looks for runs other instances queued (the housekeeping tick). */
   tickMs?: number | undefined;
   logger: Logger;
@@ -60,7 +58,23 @@ export function createRunQueue(options: {
     if (state.pendingMayExist) pump();
   }
 
-  const launch = (spec: LaunchSpec): Promise<RunStatus> => activeRuns.launch(spec, () => slotFreed(spec.run.org_id));
+  /** Starts a run in the slot it holds; the slot is free again once the run's process is gone. */
+  function launch(spec: LaunchSpec): Promise<RunStatus> {
+    const { started, gone } = activeRuns.launch(spec);
+    void gone.then(() => slotFreed(spec.run.org_id));
+    return started;
+  }
+
+  /** The look for pending runs under way: a cancel waits for the runs it claims to be launched (`settled`). */
+  let looking: Promise<unknown> | null = null;
+  function track<T>(look: Promise<T>): Promise<T> {
+    looking = look;
+    const done = () => {
+      if (looking === look) looking = null;
+    };
+    look.then(done, done);
+    return look;
+  }
 
   /** Organizations are never deleted: once there are several, there stay several. */
   async function checkOrganizations(): Promise<void> {
@@ -81,7 +95,11 @@ export function createRunQueue(options: {
     if (state.open) loop.wake();
   }
 
-  async function startPending(): Promise<Look> {
+  function startPending() {
+    return track(lookForPending());
+  }
+
+  async function lookForPending(): Promise<Look> {
     await checkOrganizations();
     let claimedRuns = 0;
     while (state.open) {
@@ -147,12 +165,17 @@ export function createRunQueue(options: {
       organizations.known = 'several';
     },
 
+    /** A run was queued here: new runs queue behind it (the `queued` signal's subscriber then calls `pump`). */
     enqueued(): void {
       state.queuedHere++;
       state.pendingMayExist = true;
-      pump();
-      options.wakeUps?.send('pending');
     },
+
+    /** Resolves once no look for pending runs is under way: the runs it claimed are launched by then. */
+    settled: (): Promise<void> => (looking ?? Promise.resolve()).then(
+      () => {},
+      () => {},
+    ),
 
     /** Starts taking runs, looking for pending ones first. */
     open(): void {

@@ -1,9 +1,7 @@
-import type { LiveRunState } from '../events/types.js';
 import type { ActiveRun } from './active-run.js';
 
 /**
- * The runs whose processes run on this instance, by id. Made before the event bus, which asks it
- * what a new stream of a running run has missed.
+ * The runs whose processes run on this instance, by id.
  */
 export class RunningRuns {
   private readonly runs = new Map<string, ActiveRun>();
@@ -34,11 +32,5 @@ export class RunningRuns {
 
   get size(): number {
     return this.runs.size;
-  }
-
-  /** For the bus: the run's owner and its recent events, while it runs here and has not ended. */
-  liveState(runId: string): LiveRunState | null {
-    const run = this.runs.get(runId);
-    return run && !run.ended ? { orgId: run.orgId, backlog: run.log.backlog() } : null;
   }
 }

@@ -4,6 +4,7 @@ import { refusedAsData } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent, RunEnd } from '../events/types.js';
+import type { Signals } from '../signals/hub.js';
 import type { RunObserver } from './observer.js';
 import * as repo from './repository.js';
 import type {
@@ -59,6 +60,12 @@ interface UnrecordedEnd {
   unstored: readonly repo.EventRow[];
 }
 
+/**
+ * How the end of a run this instance ran went: written; lost to an end written first (another
+ * instance's cancel, say); or kept to be written on a later tick (the database is away).
+ */
+export type OwnEnd = 'recorded' | 'lost' | 'kept';
+
 /** How one end is asked for: the run, the statuses it may end from, and what the caller knows. */
 export interface EndRequest {
   runId: string;
@@ -70,8 +77,6 @@ export interface EndRequest {
   unstored?: readonly repo.EventRow[];
   /** The owner's knowledge of the run, so that hooks which do not apply are skipped. */
   identity?: RunIdentity;
-  /** Told once the end has committed, before it is published. */
-  committed?: () => void;
 }
 
 /**
@@ -85,6 +90,8 @@ export function createEndRecorder(options: {
   bus: LocalEventBus;
   logger: Logger;
   hooks: readonly RunEndHook[];
+  /** `ended` is emitted once an end has committed, before it is published. */
+  signals: Signals;
   observer?: RunObserver | undefined;
 }) {
   const { db, bus, logger, hooks } = options;
@@ -144,7 +151,7 @@ export function createEndRecorder(options: {
 
   /** What follows a committed end: the hooks' follow-ups, then the end published to live streams. */
   function committed(request: EndRequest, ended: EndedRun, afterCommit: readonly AfterCommit[]): void {
-    request.committed?.();
+    options.signals.emit('ended', { runId: request.runId });
     for (const followUp of afterCommit) followUp();
     options.observer?.runFinished?.(ended.end.status);
     bus.publish(request.runId, liveEnd(ended));
@@ -179,9 +186,9 @@ export function createEndRecorder(options: {
    * `retryUnrecorded`. One it refuses as data (protocol.ts makes the known cases storable) would
    * never be written, so the run fails instead, without the runner's unstored events and result.
    */
-  async function recordOwnEnd(request: EndRequest & { seq: number }, refusedBefore = false): Promise<boolean> {
+  async function recordOwnEnd(request: EndRequest & { seq: number }, refusedBefore = false): Promise<OwnEnd> {
     try {
-      return (await end(request)) !== null;
+      return (await end(request)) === null ? 'lost' : 'recorded';
     } catch (error) {
       if (!refusedBefore && refusedAsData(error)) {
         logger.error({ err: error, runId: request.runId }, 'the database refused the end of a run; failing it');
@@ -200,7 +207,7 @@ export function createEndRecorder(options: {
         nextSeq: request.seq,
         unstored: request.unstored ?? [],
       });
-      return false;
+      return 'kept';
     }
   }
 

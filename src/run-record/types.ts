@@ -112,27 +112,6 @@ export interface LaunchSpec {
   command: RunCommand | null;
 }
 
-/** The part that runs runs' processes, as the run service sees it (implemented by src/execution/). */
-export interface RunExecutor {
-  readonly instanceId: string;
-  /** A slot for a new run of `orgId`, unless none is free, queued runs come first or the organization holds its share. */
-  reserve(orgId: string): boolean;
-  /** Gives back a reserved slot whose run was not created. */
-  release(orgId: string): void;
-  /** Starts a run created as `running` under a reservation; resolves once it runs (or failed to start). */
-  launch(spec: LaunchSpec): Promise<RunStatus>;
-  /** A run was queued as pending: it starts when a slot is free, here or on another instance. */
-  enqueued(): void;
-  /** Whether this instance runs the run's process. */
-  owns(runId: string): boolean;
-  /** Cancels a run whose process runs here; false when it does not run here. */
-  cancel(runId: string): Promise<boolean>;
-  /** A run going on another instance was canceled here: its owner stops the process now. */
-  canceledElsewhere(runId: string): void;
-  /** A run ended (or deleted) in the database while its process may run, here or elsewhere: the process stops now. */
-  stopProcess(runId: string): void;
-}
-
 export interface CreateRunParams {
   orgId: string;
   deploymentId: string;

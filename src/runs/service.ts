@@ -1,11 +1,11 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
 import type { MemoCache } from '../cache/memo-cache.js';
 import { isDeadlock } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { DeploymentService } from '../deployments/service.js';
 import type { StoredSecrets } from '../deployments/stored-secrets.js';
-import { badRequest } from '../errors.js';
+import { AppError, badRequest } from '../errors.js';
+import type { RunExecutor } from '../execution/port.js';
 import { toIso } from '../http/pagination.js';
 import * as idempotency from '../idempotency/store.js';
 import { newId } from '../ids.js';
@@ -18,12 +18,11 @@ import {
   isTerminal,
   type LaunchSpec,
   type MultitaskStrategy,
-  type RunExecutor,
-  type RunStatus,
   type ThreadGate,
   type ThreadState,
   type ThreadTurn,
 } from '../run-record/types.js';
+import type { Signals } from '../signals/hub.js';
 
 export { runNotFound };
 
@@ -50,6 +49,8 @@ export interface RunServiceDeps {
   deployments: DeploymentService;
   executor: RunExecutor;
   endRecorder: EndRecorder;
+  /** `stopRequested`: a run ended here whose process may run on another instance (or here) stops. */
+  signals: Signals;
   /** How a run takes its thread (src/threads/run-hooks.ts). */
   threadGate: ThreadGate;
   /** Finished runs' JSON answers, by `<org id>/<run id>`. */
@@ -63,6 +64,7 @@ export function createRunService({
   deployments,
   executor,
   endRecorder,
+  signals,
   threadGate,
   cache,
   secrets,
@@ -75,27 +77,17 @@ export function createRunService({
 
   type Version = LaunchSpec['version'] & { id: string; number: number; env_encrypted?: boolean };
 
-  /**
-   * Hands a created run to the executor: starts it in its reserved slot, or queues it. A run that
-   * may not start yet (queued in its thread, or waiting for a displaced run's process) is woken by
-   * its thread when it may.
-   */
-  async function start(
+  /** What the run's runner starts from, should it start now. */
+  function launchSpec(
     params: CreateRunParams,
-    response: CreatedRun,
+    runId: string,
     version: Version,
-    reserved: boolean,
-    startable: boolean,
     threadState: ThreadState | null,
-  ): Promise<RunStatus> {
-    if (!reserved) {
-      if (startable) executor.enqueued();
-      return 'pending';
-    }
+  ): LaunchSpec {
     const threadId = params.threadId ?? null;
-    return executor.launch({
+    return {
       run: {
-        id: response.run_id,
+        id: runId,
         org_id: params.orgId,
         deployment_id: params.deploymentId,
         version_id: version.id,
@@ -114,7 +106,7 @@ export function createRunService({
       } satisfies LaunchSpec['version'],
       thread: threadId && threadState ? { thread_id: threadId, ...threadState } : null,
       command: params.command ?? null,
-    });
+    };
   }
 
   /**
@@ -134,7 +126,7 @@ export function createRunService({
     if (rollback) await repo.deleteRun(trx, displaced.id);
     return () => {
       afterCommit();
-      if (displaced.status === 'running') executor.stopProcess(displaced.id);
+      if (displaced.status === 'running') signals.emit('stopRequested', { runId: displaced.id });
     };
   }
 
@@ -159,11 +151,10 @@ export function createRunService({
    */
   async function createPlain(params: CreateRunParams): Promise<CreatedRun | null> {
     const runId = newId('run');
-    const reserved = executor.reserve(params.orgId);
-    const now = new Date();
-    let version: Version | undefined;
-    try {
-      version = await repo.insertRunOfRunningVersion(db, {
+    const admitted = await executor.admit<CreatedRun | null>({ id: runId, orgId: params.orgId }, async (seat) => {
+      const { status, instanceId } = seat(true);
+      const now = new Date();
+      const version = await repo.insertRunOfRunningVersion(db, {
         id: runId,
         org_id: params.orgId,
         deployment_id: params.deploymentId,
@@ -171,24 +162,32 @@ export function createRunService({
         thread_id: null,
         cron_id: params.cron?.id ?? null,
         cron_due_at: params.cron?.dueAt ?? null,
-        status: reserved ? 'running' : 'pending',
+        status,
         input: params.input,
-        instance_id: reserved ? executor.instanceId : null,
+        instance_id: instanceId,
         created_at: now,
-        started_at: reserved ? now : null,
+        started_at: status === 'running' ? now : null,
       });
-    } finally {
-      if (reserved && !version) executor.release(params.orgId);
-    }
-    if (!version) return null;
-    const response: CreatedRun = {
-      run_id: runId,
-      version_id: version.id,
-      version_number: version.number,
-      status: reserved ? 'running' : 'pending',
-    };
-    response.status = await start(params, response, version, reserved, true, null);
-    return response;
+      if (!version) return { answer: null };
+      const created = { run_id: runId, version_id: version.id, version_number: version.number, status };
+      return { created, spec: () => launchSpec(params, runId, version, null) };
+    });
+    if ('answer' in admitted) return admitted.answer;
+    return admitted.created && { ...admitted.created, status: admitted.status };
+  }
+
+  /**
+   * One try at canceling a pending or running run as `row` found it; false when it moved on
+   * meanwhile (claimed, or ended). A run of this instance is canceled by the executor; a queued one
+   * or one of another instance here, whose owner is then told to stop its process (its tick would too).
+   */
+  async function cancelAsFound(row: repo.RunRecord): Promise<boolean> {
+    const here = await executor.cancel(row);
+    if (here !== 'not-here') return here === 'canceled';
+    const canceled = { status: 'canceled' as const, output: null, error: null };
+    const ended = await endRecorder.end({ runId: row.id, from: [row.status], outcome: canceled, seq: 'next' });
+    if (ended && row.status === 'running') signals.emit('stopRequested', { runId: row.id });
+    return ended !== null;
   }
 
   return {
@@ -234,17 +233,12 @@ export function createRunService({
         status: 'running',
       };
 
-      // The slot is taken only once the thread (if any) is ours, so requests losing a thread race hold none.
-      let reserved = false;
-      type Created = { turn: ThreadTurn | null; afterCommit: (() => void) | null };
-      let outcome: { replay: CreatedRun } | Created;
-      try {
-        outcome = await transactionRetried(threadId !== null, async (trx) => {
-          if (reserved) executor.release(params.orgId);
-          reserved = false;
+      // The seat is taken only once the thread (if any) is ours, so requests losing a thread race hold no slot.
+      const admitted = await executor.admit<CreatedRun>({ id: runId, orgId: params.orgId }, (seat) =>
+        transactionRetried(threadId !== null, async (trx) => {
           if (ref) {
             const taken = await idempotency.claim(trx, ref, { ...response });
-            if (!taken.claimed) return { replay: taken.response };
+            if (!taken.claimed) return { answer: taken.response };
           }
           const turn = threadId
             ? await threadGate(trx, {
@@ -256,10 +250,10 @@ export function createRunService({
                 strategy: params.multitaskStrategy ?? 'reject',
               })
             : null;
-          const afterCommit = turn?.displaced ? await displace(trx, turn.displaced, params.multitaskStrategy) : null;
-          reserved = (turn?.startable ?? true) && executor.reserve(params.orgId);
+          const committed = turn?.displaced ? await displace(trx, turn.displaced, params.multitaskStrategy) : null;
+          const { status, instanceId } = seat(turn?.startable ?? true);
           const now = new Date();
-          response.status = reserved ? 'running' : 'pending';
+          response.status = status;
           await repo.insertRun(trx, {
             id: runId,
             org_id: params.orgId,
@@ -269,29 +263,21 @@ export function createRunService({
             thread_id: threadId,
             cron_id: params.cron?.id ?? null,
             cron_due_at: params.cron?.dueAt ?? null,
-            status: response.status,
+            status,
             input: params.input,
             command: params.command ?? null,
-            instance_id: reserved ? executor.instanceId : null,
+            instance_id: instanceId,
             created_at: now,
-            started_at: reserved ? now : null,
+            started_at: status === 'running' ? now : null,
           });
-          if (ref && !reserved) await idempotency.updateResponse(trx, ref, { ...response });
-          return { turn, afterCommit };
-        });
-      } catch (error) {
-        if (reserved) executor.release(params.orgId);
-        throw error;
-      }
-      if ('replay' in outcome) {
-        if (reserved) executor.release(params.orgId);
-        return outcome.replay;
-      }
-      outcome.afterCommit?.();
-      const { turn } = outcome;
-      const real = await start(params, response, version, reserved, turn?.startable ?? true, turn?.state ?? null);
-      if (real !== response.status) {
-        response.status = real;
+          if (ref && status === 'pending') await idempotency.updateResponse(trx, ref, { ...response });
+          return { created: response, committed, spec: () => launchSpec(params, runId, version, turn?.state ?? null) };
+        }),
+      );
+      if ('answer' in admitted) return admitted.answer;
+      // A run that could not start (its process failed to spawn) is answered as it is, to a replay too.
+      if (admitted.status !== response.status) {
+        response.status = admitted.status;
         if (ref) await idempotency.updateResponse(db, ref, { ...response });
       }
       return response;
@@ -317,29 +303,19 @@ export function createRunService({
       return { runs: rows.map(toRun), total };
     },
 
-    /** Cancels a pending or running run; the run is `canceled` when this resolves. */
+    /**
+     * Cancels a pending or running run; the run is `canceled` when this resolves. Each look after
+     * the first follows a move of the run (pending, then running, then ended), so three suffice.
+     */
     async cancel(orgId: string, id: string): Promise<{ success: boolean; status: 'canceled' }> {
-      for (let attempt = 0; ; attempt++) {
-        if (attempt > 0) await sleep(Math.min(5 * attempt, 50));
+      for (let look = 1; look <= 3; look++) {
         const row = await get(orgId, id);
         if (row.status !== 'pending' && row.status !== 'running') {
           throw badRequest(`Cannot cancel run with status: ${row.status}`);
         }
-        if (row.status === 'running' && executor.owns(id)) {
-          if (await executor.cancel(id)) return { success: true, status: 'canceled' };
-          continue;
-        }
-        // Claimed here a moment ago, its process about to start: the executor will own it.
-        if (row.status === 'running' && row.instance_id === executor.instanceId && attempt < 200) continue;
-        // Queued here, or running on another instance, which is told to stop its process (or does on its next tick).
-        const canceled = { status: 'canceled' as const, output: null, error: null };
-        const ended = await endRecorder.end({ runId: id, from: [row.status], outcome: canceled, seq: 'next' });
-        if (ended) {
-          if (row.status === 'running') executor.canceledElsewhere(id);
-          return { success: true, status: 'canceled' };
-        }
-        // It moved on meanwhile (started, or ended): look again.
+        if (await cancelAsFound(row)) return { success: true, status: 'canceled' };
       }
+      throw new AppError(503, 'unavailable', `Run ${id} is ending but its end is not recorded yet; look at it again`);
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Db } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { FinishedRun, RunEndHook, ThreadGate, ThreadState, ThreadTurn } from '../run-record/types.js';
+import type { Signals } from '../signals/hub.js';
 import type { ThreadStatus } from './db-types.js';
 import * as repo from './repository.js';
 
@@ -12,9 +13,6 @@ export const notInterrupted = (threadId: string, status: ThreadStatus) =>
   badRequest(
     `command: thread ${threadId} is ${status}, not interrupted; send input without command to start a new turn`,
   );
-
-/** Wakes the run queues (this instance's and the others'): a queued run may start now. */
-export type QueueWake = () => void;
 
 /**
  * Locks a thread, then the run it is busy with (read after the lock, so its status is current). A
@@ -124,7 +122,7 @@ async function release(trx: Db, threadId: string, run: FinishedRun): Promise<voi
  * next run waits for its owner to see it gone. Runs that do not hold their thread (queued, displaced)
  * change nothing.
  */
-export function threadRunEndHook(wake: QueueWake): RunEndHook {
+export function threadRunEndHook(signals: Signals): RunEndHook {
   return {
     applies: (run) => run.threadId !== null,
     beforeEnd: (trx, runId) => repo.lockThreadOfRun(trx, runId),
@@ -138,7 +136,8 @@ export function threadRunEndHook(wake: QueueWake): RunEndHook {
       const stillRunning = run.status === 'canceled' && run.instance_id;
       const stopping = stillRunning ? { runId: run.id, instanceId: run.instance_id ?? null } : undefined;
       await repo.holdThread(trx, run.thread_id, next.id, stopping);
-      return wake;
+      const threadId = run.thread_id;
+      return () => signals.emit('threadReleased', { threadId });
     },
   };
 }
@@ -147,8 +146,8 @@ export function threadRunEndHook(wake: QueueWake): RunEndHook {
  * A thread run's process is gone (its owner saw it stop): a run of its thread waiting for that
  * may start now.
  */
-export const threadRunStopped = (db: Db, wake: QueueWake) => async (runId: string) => {
-  if (await repo.clearStoppingRun(db, runId)) wake();
+export const threadRunStopped = (db: Db, signals: Signals) => async (runId: string) => {
+  if (await repo.clearStoppingRun(db, runId)) signals.emit('threadReleased', { threadId: null });
 };
 
 /** A queued run's thread values and latest checkpoint, read when it starts. */
