@@ -4,6 +4,7 @@
 # admin key it prints at its first start, logs in and deploys every project under examples/ with `crewd deploy` as
 # docs/deploying.md and each example's README say, runs each with `crewd run`, and the LangGraph example's interrupt
 # and resume with `crewd threads` and `crewd run --thread` (docs/cli.md). Each run must give its expected output.
+# Then every command of the docs runs as written (scripts/doc-commands.mjs).
 #
 # Its environment is the machine's own (PATH, locale, proxies, certificates, pip and uv settings), a new empty HOME and
 # a new DATA_DIR; nothing else. Exits 1 naming each step that failed, with its output. Usage: scripts/fresh-machine.sh
@@ -83,7 +84,12 @@ crewd() { step "crewd $*" npx crewd "$@"; }
 
 if [ ! -d node_modules ]; then
   FAILED+=("no node_modules here: run npm install first (the README's first command)")
-  finish
+  # Every shell block of the README, docs/ and the examples' READMEs, in reading order, with `crewd` on the PATH as
+# `npm link` puts it (docs/cli.md), the key the service printed and the service's address (scripts/doc-commands.mjs).
+mkdir -p "$FRESH/bin" && ln -s "$PWD/bin/crewd.mjs" "$FRESH/bin/crewd"
+step "every command of the docs, as written" env "PATH=$FRESH/bin:$PATH" node scripts/doc-commands.mjs --url "$URL" --key "$KEY"
+
+finish
 fi
 
 PORT="$(node -e 'const s = require("net").createServer().listen(0, () => { console.log(s.address().port); s.close(); })')"
@@ -97,7 +103,12 @@ until curl -sf "$URL/healthz" >/dev/null; do
   if ! kill -0 "$SERVICE_PID" 2>/dev/null || [ $((SECONDS - started)) -gt 300 ]; then
     cat "$SERVICE_LOG"
     FAILED+=("npm start: $URL/healthz did not answer (the service exited, or did not listen within 300 s)")
-    finish
+    # Every shell block of the README, docs/ and the examples' READMEs, in reading order, with `crewd` on the PATH as
+# `npm link` puts it (docs/cli.md), the key the service printed and the service's address (scripts/doc-commands.mjs).
+mkdir -p "$FRESH/bin" && ln -s "$PWD/bin/crewd.mjs" "$FRESH/bin/crewd"
+step "every command of the docs, as written" env "PATH=$FRESH/bin:$PATH" node scripts/doc-commands.mjs --url "$URL" --key "$KEY"
+
+finish
   fi
   sleep 1
 done
@@ -106,10 +117,20 @@ KEY="$(grep -oE '\bcrewd_[a-z0-9]{40}\b' "$SERVICE_LOG" | head -n 1)"
 if [ -z "$KEY" ]; then
   cat "$SERVICE_LOG"
   FAILED+=("npm start: no admin API key printed at the first start")
-  finish
+  # Every shell block of the README, docs/ and the examples' READMEs, in reading order, with `crewd` on the PATH as
+# `npm link` puts it (docs/cli.md), the key the service printed and the service's address (scripts/doc-commands.mjs).
+mkdir -p "$FRESH/bin" && ln -s "$PWD/bin/crewd.mjs" "$FRESH/bin/crewd"
+step "every command of the docs, as written" env "PATH=$FRESH/bin:$PATH" node scripts/doc-commands.mjs --url "$URL" --key "$KEY"
+
+finish
 fi
 
-step "crewd login --url $URL --key <the printed key>" npx crewd login --url "$URL" --key "$KEY" || finish
+step "crewd login --url $URL --key <the printed key>" npx crewd login --url "$URL" --key "$KEY" || # Every shell block of the README, docs/ and the examples' READMEs, in reading order, with `crewd` on the PATH as
+# `npm link` puts it (docs/cli.md), the key the service printed and the service's address (scripts/doc-commands.mjs).
+mkdir -p "$FRESH/bin" && ln -s "$PWD/bin/crewd.mjs" "$FRESH/bin/crewd"
+step "every command of the docs, as written" env "PATH=$FRESH/bin:$PATH" node scripts/doc-commands.mjs --url "$URL" --key "$KEY"
+
+finish
 
 # Each example as its README deploys it. examples/crews is no project: it holds the command crews of the README's
 # quickstart and of the tests.
@@ -153,5 +174,10 @@ if deploy_example langgraph-agent langgraph-agent && crewd threads create langgr
     crewd threads get "$THREAD" &&
     expect "langgraph-agent's thread is idle" 'o.status === "idle" && o.interrupts.length === 0'
 fi
+
+# Every shell block of the README, docs/ and the examples' READMEs, in reading order, with `crewd` on the PATH as
+# `npm link` puts it (docs/cli.md), the key the service printed and the service's address (scripts/doc-commands.mjs).
+mkdir -p "$FRESH/bin" && ln -s "$PWD/bin/crewd.mjs" "$FRESH/bin/crewd"
+step "every command of the docs, as written" env "PATH=$FRESH/bin:$PATH" node scripts/doc-commands.mjs --url "$URL" --key "$KEY"
 
 finish
