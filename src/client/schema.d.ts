@@ -1209,12 +1209,38 @@ export interface components {
         };
         /** @description {"and": [...]} or {"or": [...]}; an item is a condition {column, operator, value} or another group (at most 5 levels, 100 conditions). Operators: eq, neq, gt, gte, lt, lte, contains, not_contains, starts_with, ends_with, in, not_in, is_null, is_not_null. */
         Filter: {
-            [key: string]: unknown;
+            and?: (components["schemas"]["FilterCondition"] | components["schemas"]["Filter"])[];
+            or?: (components["schemas"]["FilterCondition"] | components["schemas"]["Filter"])[];
+        };
+        FilterCondition: {
+            /** @description a column name, or id, created_at, updated_at */
+            column: string;
+            operator: components["schemas"]["FilterOperator"];
+            /** @description absent for is_null and is_not_null */
+            value?: unknown;
+        };
+        FilterConditionInput: {
+            /** @description a column name, or id, created_at, updated_at */
+            column: string;
+            operator: components["schemas"]["FilterOperatorInput"];
+            /** @description absent for is_null and is_not_null */
+            value?: unknown;
         };
         /** @description {"and": [...]} or {"or": [...]}; an item is a condition {column, operator, value} or another group (at most 5 levels, 100 conditions). Operators: eq, neq, gt, gte, lt, lte, contains, not_contains, starts_with, ends_with, in, not_in, is_null, is_not_null. */
         FilterInput: {
-            [key: string]: unknown;
+            and?: (components["schemas"]["FilterCondition"] | components["schemas"]["Filter"])[];
+            or?: (components["schemas"]["FilterCondition"] | components["schemas"]["Filter"])[];
         };
+        /**
+         * @description which operators a column takes depends on its type; `in` and `not_in` take a list
+         * @enum {string}
+         */
+        FilterOperator: "eq" | "neq" | "gt" | "gte" | "lt" | "lte" | "contains" | "not_contains" | "starts_with" | "ends_with" | "in" | "not_in" | "is_null" | "is_not_null";
+        /**
+         * @description which operators a column takes depends on its type; `in` and `not_in` take a list
+         * @enum {string}
+         */
+        FilterOperatorInput: "eq" | "neq" | "gt" | "gte" | "lt" | "lte" | "contains" | "not_contains" | "starts_with" | "ends_with" | "in" | "not_in" | "is_null" | "is_not_null";
         IncomingWebhook: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;

@@ -147,13 +147,36 @@ export const rowValuesSchema = z.unknown().meta({
   additionalProperties: true,
 });
 
+/** The operators a condition can use; the console's filter builder takes its list from this schema's type. */
+export const filterOperatorSchema = z.enum(OPERATORS).meta({
+  id: 'FilterOperator',
+  description: 'which operators a column takes depends on its type; `in` and `not_in` take a list',
+});
+
+export const filterConditionSchema = z
+  .object({
+    column: z.string().describe('a column name, or id, created_at, updated_at'),
+    operator: filterOperatorSchema,
+    value: z.unknown().optional().describe('absent for is_null and is_not_null'),
+  })
+  .meta({ id: 'FilterCondition' });
+
+const filterItems = {
+  type: 'array',
+  items: { oneOf: [{ $ref: '#/components/schemas/FilterCondition' }, { $ref: '#/components/schemas/Filter' }] },
+};
+
+/** Checked by compileFilter (its messages name the faulty condition), so zod takes it as it is. */
 export const filterSchema = z.unknown().meta({
   id: 'Filter',
   description:
     '{"and": [...]} or {"or": [...]}; an item is a condition {column, operator, value} or another group ' +
     `(at most 5 levels, 100 conditions). Operators: ${OPERATORS.join(', ')}.`,
   type: 'object',
-  additionalProperties: true,
+  properties: { and: filterItems, or: filterItems },
+  minProperties: 1,
+  maxProperties: 1,
+  additionalProperties: false,
 });
 
 const limit = z

@@ -3,7 +3,7 @@ import type { Schemas } from '../../../src/client/index.js';
 export interface Condition {
   kind: 'condition';
   column: string;
-  operator: string;
+  operator: Operator;
   value: string;
 }
 export interface Group {
@@ -12,23 +12,31 @@ export interface Group {
   items: (Condition | Group)[];
 }
 
-const OPERATORS = [
-  'eq',
-  'neq',
-  'gt',
-  'gte',
-  'lt',
-  'lte',
-  'contains',
-  'not_contains',
-  'starts_with',
-  'ends_with',
-  'in',
-  'not_in',
-  'is_null',
-  'is_not_null',
-];
-const NO_VALUE = new Set(['is_null', 'is_not_null']);
+type Operator = Schemas['FilterOperator'];
+
+/**
+ * The API's filter operators, in menu order. Their type is the generated client's `FilterOperator` (from the
+ * route schemas), and a record must name each member once: when the API gains or loses an operator,
+ * `npm run check` fails here until the menu follows.
+ */
+const MENU: Record<Operator, true> = {
+  eq: true,
+  neq: true,
+  gt: true,
+  gte: true,
+  lt: true,
+  lte: true,
+  contains: true,
+  not_contains: true,
+  starts_with: true,
+  ends_with: true,
+  in: true,
+  not_in: true,
+  is_null: true,
+  is_not_null: true,
+};
+const OPERATORS = Object.keys(MENU) as Operator[];
+const NO_VALUE = new Set<Operator>(['is_null', 'is_not_null']);
 const MAX_DEPTH = 5;
 const SYSTEM_COLUMNS = ['id', 'created_at', 'updated_at'];
 
@@ -125,7 +133,7 @@ export function FilterBuilder({
             <select
               aria-label={`${label} operator`}
               value={item.operator}
-              onChange={(e) => replace(index, { ...item, operator: e.target.value })}
+              onChange={(e) => replace(index, { ...item, operator: e.target.value as Operator })}
             >
               {OPERATORS.map((operator) => (
                 <option key={operator}>{operator}</option>
