@@ -9,8 +9,9 @@ import * as crons from './20261123_0007_crons.js';
 import * as threadInterrupts from './20261123_0008_thread_interrupts.js';
 import * as tableIndexes from './20261123_0010_table_indexes.js';
 import * as sealedVersionEnv from './20261126_0011_sealed_version_env.js';
-import * as langgraphApi from './20261126_0015_langgraph_api.js';
+import * as runUsage from './20261126_0013_run_usage.js';
 import * as deploymentMcp from './20261126_0014_deployment_mcp.js';
+import * as langgraphApi from './20261126_0015_langgraph_api.js';
 
 /** Every migration, in order. A landed migration is frozen: changes go into a new file. */
 export const migrations: Record<string, Migration> = {
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '20261123_0008_thread_interrupts': threadInterrupts,
   '20261123_0010_table_indexes': tableIndexes,
   '20261126_0011_sealed_version_env': sealedVersionEnv,
+  '20261126_0013_run_usage': runUsage,
   '20261126_0014_deployment_mcp': deploymentMcp,
   '20261126_0015_langgraph_api': langgraphApi,
 };

@@ -20,6 +20,7 @@ import { metricsRoutes } from './metrics/routes.js';
 import { runRoutes } from './runs/routes.js';
 import { tableRoutes } from './tables/routes.js';
 import { threadRoutes } from './threads/routes.js';
+import { usageRoutes } from './usage/routes.js';
 import { incomingTriggerRoutes, incomingWebhookRoutes } from './webhooks/incoming-routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 
@@ -100,6 +101,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
       await v1.register(webhookRoutes, { webhooks });
       await v1.register(incomingWebhookRoutes, { incoming: incomingWebhooks });
       await v1.register(cronRoutes, { crons });
+      await v1.register(usageRoutes, { usage: composed.services.usage });
     },
     { prefix: '/v1' },
   );

@@ -34,6 +34,7 @@ import { createPgSignalTransport } from './signals/pg-transport.js';
 import { createRunStreams } from './streams/streams.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
+import { composeTelemetry } from './telemetry/compose.js';
 import { takeThreadForRun, threadRunEndHook, threadRunStopped, threadStateLoader } from './threads/run-hooks.js';
 import { createThreadService } from './threads/service.js';
 import { createIncomingWebhookService } from './webhooks/incoming-service.js';
@@ -113,6 +114,7 @@ export async function composeServices({ config, database, logger, ...options }: 
   const listener = database.pool ? createPgListener({ connection: database.pool.options, logger }) : null;
   const caches = createInstanceCaches({ db, backend: database.backend, listener });
   const secrets = createStoredSecrets(config.secretsKey);
+  const telemetry = await composeTelemetry({ config, db, logger });
   const access = createAccessService(db, caches, {
     organizationsRefused: organizationsRefused(sandbox.kind, config.runnerSandbox),
     organizationCreated: () => executor.organizationCreated(),
@@ -223,6 +225,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     observer,
     signals,
     prepareVersion: builds.prepareVersion,
+    usage: telemetry.usageWriter,
     // The servers' children are runs: they stop after them.
     afterRunsStopped: () => forkServers.stop(),
   });
@@ -269,6 +272,7 @@ export async function composeServices({ config, database, logger, ...options }: 
       streams,
       caches,
       crons,
+      usage: telemetry.usage,
     },
     metrics,
     executor,

@@ -103,6 +103,12 @@ const configSchema = z.object({
     .regex(/^\/[A-Za-z0-9._~\/-]*[A-Za-z0-9._~-]$/, 'must be a path such as /langgraph (empty turns the API off)')
     .refine((value) => !/^\/(v1|console|webhooks)(\/|$)/.test(value), 'must not take a path crewd already serves')
     .default('/langgraph'),
+  MODEL_PRICES_FILE: z.string().min(1).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ message: 'must be an absolute URL' }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ message: 'must be an absolute URL' }).optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('crewd'),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
 });
@@ -193,6 +199,10 @@ export interface Config {
   langgraphApiPrefix: string | undefined;
   /** What build steps get of the service's environment: HOME, proxies, pip, uv and npm settings. */
   buildEnv: Record<string, string>;
+  /** Model prices over the built-in ones (src/telemetry/prices.ts); read at the start. */
+  modelPricesFile: string | undefined;
+  /** Set: one OpenTelemetry trace per run goes to this OTLP/HTTP traces URL (CONTRACTS §15). */
+  tracing: { url: string; headers: Record<string, string>; serviceName: string } | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -270,5 +280,30 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     buildEnv: Object.fromEntries(
       Object.entries(present).filter((entry): entry is [string, string] => BUILD_TOOL_SETTINGS.test(entry[0])),
     ),
+    modelPricesFile: parsed.MODEL_PRICES_FILE,
+    tracing: tracingConfig(parsed),
   };
+}
+
+/** OTEL_EXPORTER_OTLP_HEADERS' `key=value,key2=value2`, values percent-decoded as the OpenTelemetry spec says. */
+function otlpHeaders(value: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of (value ?? '').split(',')) {
+    const equals = pair.indexOf('=');
+    if (equals <= 0) continue;
+    headers[decodeURIComponent(pair.slice(0, equals).trim())] = decodeURIComponent(pair.slice(equals + 1).trim());
+  }
+  return headers;
+}
+
+/** The traces URL: the traces endpoint as given, else the general endpoint with /v1/traces (the OTLP rule). */
+function tracingConfig(parsed: ParsedEnv): Config['tracing'] {
+  const general = parsed.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const url = parsed.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (general && `${general.replace(/\/+$/, '')}/v1/traces`);
+  if (!url) return undefined;
+  const headers = {
+    ...otlpHeaders(parsed.OTEL_EXPORTER_OTLP_HEADERS),
+    ...otlpHeaders(parsed.OTEL_EXPORTER_OTLP_TRACES_HEADERS),
+  };
+  return { url, headers, serviceName: parsed.OTEL_SERVICE_NAME };
 }

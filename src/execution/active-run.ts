@@ -1,5 +1,6 @@
 import type { OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { LaunchSpec, RunIdentity } from '../run-record/types.js';
+import { UsageTally } from '../telemetry/usage.js';
 import type { RunEventLog } from './event-log.js';
 import { limitHit, outputLimitError, type RunLimits } from './limits.js';
 import type { ProcessExit, RunnerProcess } from './process-runner.js';
@@ -33,6 +34,8 @@ export class ActiveRun {
   private events = 0;
   private bytes = 0;
   private readonly timers: NodeJS.Timeout[] = [];
+  /** The run's LLM calls summed by model (`llm.call` events), counted even past the event limit. */
+  readonly usage = new UsageTally();
 
   constructor(
     readonly spec: LaunchSpec,
@@ -49,6 +52,7 @@ export class ActiveRun {
   onMessage(message: RunnerMessage): void {
     if (this.ending) return;
     if (message.kind === 'event') {
+      if (message.llmCall) this.usage.add(message.llmCall);
       if (this.outputLimit) return;
       if (this.events >= this.limits.events) {
         this.overLimit('events');

@@ -6,6 +6,7 @@ import type { EndRecorder, OwnEnd, RunOutcome } from '../run-record/end-recorder
 import type { RunObserver } from '../run-record/observer.js';
 import { findEndedAmong } from '../run-record/repository.js';
 import type { LaunchSpec, RunStatus } from '../run-record/types.js';
+import type { UsageWriter } from '../telemetry/usage-writer.js';
 import { ActiveRun } from './active-run.js';
 import { RunEventLog } from './event-log.js';
 import { type ForkServerAddress, forkServerFirst } from './fork-server-launcher.js';
@@ -71,6 +72,8 @@ export interface ActiveRunsOptions {
   observer?: RunObserver | undefined;
   /** Without it a version runs as stored (tests of the run path alone). */
   prepareVersion?: VersionPreparer | undefined;
+  /** Stores runs' LLM usage as calls arrive and hands the final sum to their end (src/telemetry). */
+  usage?: UsageWriter | undefined;
 }
 
 /**
@@ -99,10 +102,11 @@ export function createActiveRuns(options: ActiveRunsOptions) {
 
   async function record(run: ActiveRun, outcome: RunOutcome): Promise<OwnEnd> {
     const { unstored, nextSeq } = await run.log.close();
+    const usage = options.usage?.final(run.id, run.usage);
     return endRecorder.recordOwnEnd({
       runId: run.id,
       from: ['running'],
-      outcome,
+      outcome: usage ? { ...outcome, usage } : outcome,
       seq: nextSeq,
       unstored,
       identity: run.identity,
@@ -163,7 +167,13 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         // Only a scratch folder is writable: a version's own cwd may lie anywhere, DATA_DIR included.
         confinement: { writable: place.scratch ? [cwd] : [], readOnly: place.readOnly },
       },
-      { killGraceMs: options.killGraceMs, onMessage: (message) => run.onMessage(message) },
+      {
+        killGraceMs: options.killGraceMs,
+        onMessage: (message) => {
+          run.onMessage(message);
+          if (message.kind === 'event' && message.llmCall && !run.ending) options.usage?.called(run.id, run.usage);
+        },
+      },
     );
     run.process = proc;
     if (await proc.started) {

@@ -7,6 +7,7 @@ import type { LocalEventBus } from '../events/bus.js';
 import type { EndRecorder } from '../run-record/end-recorder.js';
 import type { RunObserver } from '../run-record/observer.js';
 import type { Signals } from '../signals/hub.js';
+import type { UsageWriter } from '../telemetry/usage-writer.js';
 import { createActiveRuns, type VersionPreparer } from './active-runs.js';
 import { createHousekeeping } from './housekeeping.js';
 import type { InstanceLease } from './instance-lease.js';
@@ -45,6 +46,8 @@ export interface ExecutorOptions {
   /** What the executor tells the rest: runs queued, this instance started (src/signals). */
   signals: Signals;
   prepareVersion?: VersionPreparer | undefined;
+  /** Stores runs' LLM usage (src/telemetry). */
+  usage?: UsageWriter | undefined;
   /** At shutdown, once no run is left and before the launcher stops (the Python fork servers stop here). */
   afterRunsStopped?: (() => Promise<void>) | undefined;
 }

@@ -1,10 +1,12 @@
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json-depth.js';
+import { type LlmCall, parseLlmCall } from '../telemetry/usage.js';
 import { RUN_LIMITS } from './limits.js';
 import type { LongLine } from './line-splitter.js';
 
 /** What one line of a runner's standard output means (CONTRACTS §6). */
 export type RunnerMessage =
-  | { kind: 'event'; type: string; data: Record<string, unknown> }
+  /** `llmCall`: an `llm.call` event's model and usage (CONTRACTS §15), when it names a model. */
+  | { kind: 'event'; type: string; data: Record<string, unknown>; llmCall?: LlmCall }
   | ({ kind: 'result' } & RunnerResult)
   | { kind: 'failure'; error: string }
   /** A result the service cannot accept; the run fails with this error. */
@@ -83,6 +85,10 @@ export function parseStdoutLine(raw: string): RunnerMessage | null {
   // Only a line of 2 × MAX_JSON_DEPTH characters or more can nest that deep.
   if (line.length > 2 * MAX_JSON_DEPTH && nestedDeeperThan(data, MAX_JSON_DEPTH - 1)) return tooDeep(type);
   if (isResultType(type)) return parseResult(type, data, Buffer.byteLength(line));
+  if (type === 'llm.call') {
+    const llmCall = parseLlmCall(data);
+    if (llmCall) return { kind: 'event', type, data, llmCall };
+  }
   return { kind: 'event', type, data };
 }
 

@@ -7,6 +7,7 @@ import type {
   RunStatus,
   Timestamp,
 } from '../db/columns.js';
+import type { RunUsage } from '../telemetry/usage.js';
 
 export interface InstancesTable {
   id: string;
@@ -38,6 +39,11 @@ export interface RunsTable {
   created_at: Timestamp;
   started_at: NullableTimestamp;
   completed_at: NullableTimestamp;
+  /** The run's LLM calls summed by model, with their cost (src/telemetry/usage.ts); null before any. */
+  usage: NullableJson<RunUsage>;
+  /** The run's OpenTelemetry trace when tracing is on, and the caller's span it hangs under (traceparent). */
+  trace_id: string | null;
+  trace_parent_id: string | null;
 }
 
 export interface RunEventsTable {

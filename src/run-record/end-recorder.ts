@@ -5,6 +5,7 @@ import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent, RunEnd } from '../events/types.js';
 import type { Signals } from '../signals/hub.js';
+import type { RunUsage } from '../telemetry/usage.js';
 import type { RunObserver } from './observer.js';
 import * as repo from './repository.js';
 import type {
@@ -27,6 +28,8 @@ export interface RunOutcome {
   /** Set when the runner stopped at interrupts (run.interrupted). */
   interrupts?: ThreadInterrupt[] | null;
   error: string | null;
+  /** The run's LLM usage as its owner summed it; undefined leaves the stored usage as it is. */
+  usage?: RunUsage | undefined;
 }
 
 /** The event a run's end is relayed as (CONTRACTS §6). */
@@ -120,7 +123,7 @@ export function createEndRecorder(options: {
       executor,
       request.runId,
       request.from,
-      { status: outcome.status, output, error_message: error },
+      { status: outcome.status, output, error_message: error, usage: outcome.usage },
       { seq: request.seq, type: event.type, data: event.data },
       request.unstored ?? [],
     );

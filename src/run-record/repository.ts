@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Environment } from '../db/types.js';
 import { launchVersionColumns } from '../deployments/launch-version.js';
+import type { RunUsage } from '../telemetry/usage.js';
 import type { RunCommand, RunStatus } from './types.js';
 
 export const runColumns = [
@@ -20,6 +21,9 @@ export const runColumns = [
   'runs.created_at',
   'runs.started_at',
   'runs.completed_at',
+  'runs.usage',
+  'runs.trace_id',
+  'runs.trace_parent_id',
 ] as const;
 
 export interface NewRun {
@@ -37,6 +41,8 @@ export interface NewRun {
   instance_id: string | null;
   created_at: Date;
   started_at: Date | null;
+  trace_id?: string | null;
+  trace_parent_id?: string | null;
 }
 
 export function insertRun(db: Db, run: NewRun) {
@@ -80,6 +86,8 @@ export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'versi
           'instance_id',
           'created_at',
           'started_at',
+          'trace_id',
+          'trace_parent_id',
         ])
         .expression((eb) =>
           eb
@@ -98,6 +106,8 @@ export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'versi
               sql<string | null>`${run.instance_id}::text`.as('instance_id'),
               sql<Date>`${run.created_at}::timestamptz`.as('created_at'),
               sql<Date | null>`${run.started_at}::timestamptz`.as('started_at'),
+              sql<string | null>`${run.trace_id ?? null}::text`.as('trace_id'),
+              sql<string | null>`${run.trace_parent_id ?? null}::text`.as('trace_parent_id'),
             ]),
         )
         .returning('id'),
@@ -133,9 +143,18 @@ function filtered(db: Db, orgId: string, filter: RunFilter) {
   return query;
 }
 
-export function listRuns(db: Db, orgId: string, filter: RunFilter, page: { limit: number; offset: number }) {
+/** The run columns a light list leaves out (`fields` names none of them): the large JSON ones. */
+export const heavyRunColumns = ['runs.input', 'runs.output', 'runs.usage'] as const;
+
+export function listRuns(
+  db: Db,
+  orgId: string,
+  filter: RunFilter,
+  page: { limit: number; offset: number },
+  columns: readonly (typeof runColumns)[number][] = runColumns,
+) {
   return filtered(db, orgId, filter)
-    .select(runColumns)
+    .select(columns as typeof runColumns)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(page.limit)
@@ -168,6 +187,9 @@ const plainColumns = [
   'created_at',
   'started_at',
   'completed_at',
+  'usage',
+  'trace_id',
+  'trace_parent_id',
 ] as const;
 
 /**
@@ -179,7 +201,13 @@ export function endRunWithEvent(
   db: Db,
   id: string,
   from: readonly RunStatus[],
-  end: { status: RunStatus; output: Record<string, unknown> | null; error_message: string | null },
+  end: {
+    status: RunStatus;
+    output: Record<string, unknown> | null;
+    error_message: string | null;
+    /** The run's final usage; undefined leaves the stored one as it is. */
+    usage?: RunUsage | null | undefined;
+  },
   event: { seq: number | 'next'; type: string; data: Record<string, unknown> },
   unstored: readonly EventRow[] = [],
 ) {
@@ -203,6 +231,7 @@ export function endRunWithEvent(
           output: end.output === null ? null : JSON.stringify(end.output),
           error_message: end.error_message,
           completed_at: sql<Date>`now()`,
+          ...(end.usage === undefined ? {} : { usage: end.usage === null ? null : JSON.stringify(end.usage) }),
         })
         .where('id', '=', id)
         .where('status', 'in', [...from])
@@ -289,6 +318,16 @@ export async function findEndedAmong(db: Db, ids: string[]): Promise<string[]> {
     .execute();
   const running = new Set(rows.map((row) => row.id));
   return ids.filter((id) => !running.has(id));
+}
+
+/** A running run's usage so far (its calls arrive while it runs; its end writes the final sum). */
+export function updateRunningUsage(db: Db, id: string, usage: RunUsage) {
+  return db
+    .updateTable('runs')
+    .set({ usage: JSON.stringify(usage) })
+    .where('id', '=', id)
+    .where('status', '=', 'running')
+    .execute();
 }
 
 /** Deletes a run with its events (a rolled-back run). */

@@ -12,6 +12,7 @@ import {
   createRunBody,
   eventsQuery,
   idempotencyHeaders,
+  listedRunSchema,
   listRunsQuery,
   runParams,
   runSchema,
@@ -65,13 +66,13 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
         summary: 'List runs, newest first',
         description: 'Filters by deployment, thread and status; `total` counts every match. `limit` at most 1000.',
         querystring: listRunsQuery,
-        response: { 200: z.object({ runs: z.array(runSchema), total: z.number().int() }), ...commonErrors },
+        response: { 200: z.object({ runs: z.array(listedRunSchema), total: z.number().int() }), ...commonErrors },
       },
     },
     async (request) => {
       const { orgId } = principalOf(request);
-      const { limit, offset, ...filter } = request.query;
-      return runs.list(orgId, filter, { limit, offset });
+      const { limit, offset, fields, ...filter } = request.query;
+      return runs.list(orgId, filter, { limit, offset }, fields);
     },
   );
 

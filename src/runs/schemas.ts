@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { environmentSchema } from '../deployments/schemas.js';
 import { isoDate, paginationQuery } from '../http/pagination.js';
+import { runUsageSchema } from '../telemetry/schemas.js';
 
 export const runStatusSchema = z.enum(['pending', 'running', 'succeeded', 'failed', 'canceled']);
 
@@ -21,8 +22,19 @@ export const runSchema = z
     created_at: isoDate,
     started_at: isoDate.nullable(),
     completed_at: isoDate.nullable(),
+    usage: runUsageSchema
+      .nullable()
+      .describe('tokens and cost of its LLM calls, by model; null until a call is reported'),
+    trace_id: z.string().nullable().describe('its OpenTelemetry trace, when tracing is on'),
   })
   .meta({ id: 'Run' });
+
+/** The fields a run list may be narrowed to (`fields`); `id` is always there. */
+export const runFields = runSchema.keyof().options;
+export type RunField = (typeof runFields)[number];
+
+/** A run in a list: all its fields, or those `fields` names. */
+export const listedRunSchema = runSchema.partial().required({ id: true }).meta({ id: 'ListedRun' });
 
 export const createdRunSchema = z
   .object({
@@ -60,6 +72,24 @@ export const listRunsQuery = z.strictObject({
   thread_id: z.string().min(1).optional(),
   cron_id: z.string().min(1).optional().describe('runs started by this cron'),
   status: runStatusSchema.optional(),
+  fields: z
+    .string()
+    .transform((value, ctx) => {
+      const names = value
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== '');
+      const unknown = names.find((name) => !(runFields as readonly string[]).includes(name));
+      if (unknown !== undefined || names.length === 0) {
+        ctx.addIssue({ code: 'custom', message: `must be run fields separated by commas (${runFields.join(', ')})` });
+        return z.NEVER;
+      }
+      return names as RunField[];
+    })
+    .optional()
+    .describe(
+      'the fields each run has, e.g. `id,status,usage`; default all. Leaving out input, output and usage keeps a list light',
+    ),
   ...paginationQuery(50),
 });
 

@@ -23,6 +23,7 @@ import {
   type ThreadTurn,
 } from '../run-record/types.js';
 import type { Signals } from '../signals/hub.js';
+import type { RunField } from './schemas.js';
 
 export { runNotFound };
 
@@ -41,7 +42,24 @@ export function toRun(row: repo.RunRecord) {
     created_at: toIso(row.created_at),
     started_at: toIso(row.started_at),
     completed_at: toIso(row.completed_at),
+    usage: row.usage ?? null,
+    trace_id: row.trace_id ?? null,
   };
+}
+
+/** The columns a list narrowed to `fields` reads: the large JSON ones only when named. */
+function listColumns(fields: readonly RunField[] | undefined) {
+  if (!fields) return repo.runColumns;
+  const heavy: readonly string[] = repo.heavyRunColumns;
+  return repo.runColumns.filter((column) => !heavy.includes(column) || fields.includes(column.slice(5) as RunField));
+}
+
+/** A run with only the fields asked for, and its id. */
+function narrowed(run: ReturnType<typeof toRun>, fields: readonly RunField[] | undefined) {
+  if (!fields) return run;
+  const picked: Partial<ReturnType<typeof toRun>> & { id: string } = { id: run.id };
+  for (const field of fields) (picked as Record<string, unknown>)[field] = run[field];
+  return picked;
 }
 
 export interface RunServiceDeps {
@@ -295,12 +313,17 @@ export function createRunService({
       return json;
     },
 
-    async list(orgId: string, filter: repo.RunFilter, page: { limit: number; offset: number }) {
+    async list(
+      orgId: string,
+      filter: repo.RunFilter,
+      page: { limit: number; offset: number },
+      fields?: readonly RunField[] | undefined,
+    ) {
       const [rows, total] = await Promise.all([
-        repo.listRuns(db, orgId, filter, page),
+        repo.listRuns(db, orgId, filter, page, listColumns(fields)),
         repo.countRuns(db, orgId, filter),
       ]);
-      return { runs: rows.map(toRun), total };
+      return { runs: rows.map((row) => narrowed(toRun(row), fields)), total };
     },
 
     /**
