@@ -5,6 +5,7 @@ import asyncio
 from . import langgraph_checkpoint
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
+from .stream_modes import StreamRequest, stream_graph
 
 INTERRUPT_KEY = "__interrupt__"
 # What langchain_core imports when a run sets up its callbacks: each forked child would import them again.
@@ -50,17 +51,25 @@ def run_graph(target, request, emitter):
     thread_id = thread["thread_id"] if thread else request.get("run_id") or "run"
     if thread:
         langgraph_checkpoint.restore(saver, thread_id, thread.get("checkpoint"))
-    config = {"configurable": {"thread_id": thread_id}}
-    return asyncio.run(_stream(graph, _graph_input(request), config, emitter, saver, thread is not None))
+    streamed = StreamRequest.of(request)
+    config = streamed.graph_config(thread_id) if streamed else {"configurable": {"thread_id": thread_id}}
+    graph_input = _graph_input(request, streamed)
+    return asyncio.run(_stream(graph, graph_input, config, emitter, saver, thread is not None, streamed))
 
 
-def _graph_input(request):
+def _graph_input(request, streamed=None):
     command = request.get("command")
     if command is None:
+        if streamed is not None and streamed.null_input and thread_has_checkpoint(request.get("thread")):
+            return None
         return {**_values_without_checkpoint(request.get("thread")), **(request.get("input") or {})}
     from langgraph.types import Command
 
-    return Command(resume=command.get("resume"), update=command.get("update"))
+    return Command(resume=command.get("resume"), update=command.get("update"), goto=command.get("goto") or ())
+
+
+def thread_has_checkpoint(thread):
+    return bool(thread and thread.get("checkpoint"))
 
 
 def _values_without_checkpoint(thread):
@@ -70,12 +79,15 @@ def _values_without_checkpoint(thread):
     return thread["values"]
 
 
-async def _stream(graph, graph_input, config, emitter, saver, in_thread):
-    async for mode, chunk in graph.astream(graph_input, config, stream_mode=["updates", "custom"]):
-        if mode == "updates":
-            _emit_updates(chunk, emitter)
-        else:
-            emitter.emit("custom", chunk if isinstance(chunk, dict) else {"value": chunk})
+async def _stream(graph, graph_input, config, emitter, saver, in_thread, streamed=None):
+    if streamed is not None:
+        await stream_graph(graph, graph_input, config, emitter, streamed)
+    else:
+        async for mode, chunk in graph.astream(graph_input, config, stream_mode=["updates", "custom"]):
+            if mode == "updates":
+                _emit_updates(chunk, emitter)
+            else:
+                emitter.emit("custom", chunk if isinstance(chunk, dict) else {"value": chunk})
     snapshot = await graph.aget_state(config)
     values = to_jsonable(snapshot.values)
     if not isinstance(values, dict):
@@ -85,7 +97,8 @@ async def _stream(graph, graph_input, config, emitter, saver, in_thread):
     if in_thread:
         thread_id = config["configurable"]["thread_id"]
         data["checkpoint"] = langgraph_checkpoint.dump(saver, thread_id, include_subgraphs=bool(snapshot.next))
-    if interrupts:
+    if interrupts or (streamed is not None and streamed.stops_at_nodes and snapshot.next):
+        # A stop at interrupt_before/interrupt_after is an interrupt without values.
         data["interrupts"] = [_interrupt(item) for item in interrupts]
         return Outcome("run.interrupted", data)
     return Outcome("run.completed", {"output": values, **data})
