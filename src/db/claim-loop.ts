@@ -65,6 +65,8 @@ export function createClaimLoop(options: ClaimLoopOptions): ClaimLoop {
     failures: 0,
   };
 
+  options.wakeOn?.(() => wake());
+
   function clearTimer(): void {
     clearTimeout(state.timer);
     state.timerAt = null;
