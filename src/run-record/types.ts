@@ -113,6 +113,8 @@ export interface LaunchSpec {
 }
 
 export interface CreateRunParams {
+  /** The run's id when the caller chooses it (the LangGraph API's runs have UUIDs); else a new `run_…` id. */
+  runId?: string;
   orgId: string;
   deploymentId: string;
   environment: Environment;

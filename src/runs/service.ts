@@ -168,7 +168,7 @@ export function createRunService({
    * errors say why.
    */
   async function createPlain(params: CreateRunParams): Promise<CreatedRun | null> {
-    const runId = newId('run');
+    const runId = params.runId ?? newId('run');
     const admitted = await executor.admit<CreatedRun | null>({ id: runId, orgId: params.orgId }, async (seat) => {
       const { status, instanceId } = seat(true);
       const now = new Date();
@@ -243,7 +243,7 @@ export function createRunService({
       }
 
       const version = await deployments.resolveRunningVersion(params.orgId, params.deploymentId, params.environment);
-      const runId = newId('run');
+      const runId = params.runId ?? newId('run');
       const response: CreatedRun = {
         run_id: runId,
         version_id: version.id,

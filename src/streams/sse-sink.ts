@@ -46,6 +46,19 @@ function untrackedChunkOf(json: string): Buffer {
   return lastUntracked.chunk;
 }
 
+/**
+ * How a stream's messages are written, when not as `/v1`'s `id:` and `data:` (CONTRACTS §7): the
+ * LangGraph API frames the same event log as the Agent Server's events (CONTRACTS §14). Each
+ * answers the whole SSE frame (ending in a blank line), or null to send nothing for it.
+ */
+export interface SseFraming {
+  /** Sent before anything else. */
+  opening(): string | null;
+  event(event: LiveEvent): string | null;
+  /** A message without id (complete, heartbeat, timeout, error), as its JSON. */
+  untracked(json: string): string | null;
+}
+
 export interface SseSink extends StreamSink {
   /** Resolves once the response is over: ended after its last message, dropped, or closed by the client. */
   readonly ended: Promise<void>;
@@ -59,7 +72,11 @@ export interface SseSink extends StreamSink {
  * resume with Last-Event-ID), so a slow reader costs bounded memory and never holds up the run
  * or the other readers.
  */
-export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_BACKLOG_BYTES): SseSink {
+export function createSseSink(
+  reply: FastifyReply,
+  maxBacklogBytes = MAX_CLIENT_BACKLOG_BYTES,
+  framing: SseFraming | null = null,
+): SseSink {
   const sse = reply.sse;
   const raw = reply.raw;
   const socket = raw.socket;
@@ -192,11 +209,17 @@ export function createSseSink(reply: FastifyReply, maxBacklogBytes = MAX_CLIENT_
 
   const backlogged = () => state === 'open' && (queuedBytes >= REPLAY_QUEUE_BYTES || needsDrain());
 
+  /** A framed message; a message the framing leaves out counts as sent. */
+  const writeFramed = (frame: string | null, bounded: boolean) => frame === null || write(chunkOf(frame), bounded);
+  const opening = framing?.opening() ?? null;
+  if (opening !== null) writeFramed(opening, false);
+
   return {
     ended,
-    send: (event) => write(chunkOfEvent(event), true),
+    send: (event) => (framing ? writeFramed(framing.event(event), true) : write(chunkOfEvent(event), true)),
     sendUntracked: (json) => {
-      write(untrackedChunkOf(json), false);
+      if (framing) writeFramed(framing.untracked(json), false);
+      else write(untrackedChunkOf(json), false);
     },
     comment(text) {
       // Only while nothing waits: behind a backlog a comment would tell the client nothing.
