@@ -59,6 +59,8 @@ class StreamRequest:
     interrupt_before: str | tuple[str, ...] | None = None
     interrupt_after: str | tuple[str, ...] | None = None
     null_input: bool = False
+    # The client's command (`resume`, `update`, `goto`): crewd's own `command` carries only a resume.
+    command: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, request: Mapping[str, Any]) -> StreamRequest | None:
@@ -78,6 +80,7 @@ class StreamRequest:
             interrupt_before=_node_list(raw.get("interrupt_before")),
             interrupt_after=_node_list(raw.get("interrupt_after")),
             null_input=raw.get("null_input") is True,
+            command=command if isinstance(command := raw.get("command"), Mapping) else None,
         )
 
     def graph_modes(self) -> list[str]:
