@@ -5,6 +5,7 @@ from contextlib import contextmanager
 from . import crewai_events
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
+from .usage import UsageLedger, crew_model
 
 FLUSH_SECONDS = 10.0
 
@@ -100,8 +101,11 @@ def run_crew(target, request, emitter):
     crew = prepare_crew(target)
     if crew is target:
         _stored_in_this_home(crew)
-    with relayed_events(emitter):
+    ledger = UsageLedger(emitter)
+    with relayed_events(ledger):
         result = crew.kickoff(inputs=request.get("input") or {})
+    # The crew's own total is the check: tokens no call reported are sent as one more call.
+    ledger.settle(getattr(result, "token_usage", None), crew_model(crew))
     return Outcome("run.completed", {"output": crew_output(result)})
 
 

@@ -1,6 +1,7 @@
 """CrewAI's event bus, mapped to crewd events (CONTRACTS §9)."""
 
 from .jsonsafe import to_jsonable
+from .usage import from_openai_names
 
 
 def _clean(text):
@@ -97,8 +98,9 @@ def on_tool_error(source, event):
 
 def on_llm_completed(_source, event):
     data = {"model": event.model}
-    if event.usage:
-        data["usage"] = event.usage
+    usage = from_openai_names(event.usage)
+    if usage is not None:
+        data["usage"] = usage
     role = agent_role(getattr(event, "from_agent", None)) or _clean(getattr(event, "agent_role", None))
     if role:
         data["agent"] = role

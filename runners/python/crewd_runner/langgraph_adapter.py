@@ -6,6 +6,7 @@ from . import langgraph_checkpoint
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
 from .stream_modes import StreamRequest, stream_graph
+from .usage import with_usage_callback
 
 INTERRUPT_KEY = "__interrupt__"
 # What langchain_core imports when a run sets up its callbacks: each forked child would import them again.
@@ -53,6 +54,8 @@ def run_graph(target, request, emitter):
         langgraph_checkpoint.restore(saver, thread_id, thread.get("checkpoint"))
     streamed = StreamRequest.of(request)
     config = streamed.graph_config(thread_id) if streamed else {"configurable": {"thread_id": thread_id}}
+    # Each LLM call's usage, streamed ones included, as an llm.call event.
+    config = with_usage_callback(config, emitter)
     graph_input = _graph_input(request, streamed)
     return asyncio.run(_stream(graph, graph_input, config, emitter, saver, thread is not None, streamed))
 
