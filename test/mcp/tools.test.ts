@@ -35,7 +35,7 @@ describe('/mcp: deployments as tools', () => {
 
   it('lists each deployment with a production version and the switch on, its name made valid', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['echo_crew', 'failing']);
+    expect(tools.map((tool) => tool.name)).toEqual(['echo_crew', 'failing']);
     const echo = tools.find((tool) => tool.name === 'echo_crew');
     expect(echo?.description).toBe('Echoes its input');
     expect(echo?.inputSchema).toMatchObject({
@@ -81,6 +81,21 @@ describe('/mcp: deployments as tools', () => {
     const result = await client.callTool({ name: 'failing', arguments: {} });
     expect(result.isError).toBe(true);
     expect(result.content).toEqual([{ type: 'text', text: 'the crew could not finish its task' }]);
+  });
+
+  it('takes a deployment off the tools when PATCH sets mcp to false, and back', async () => {
+    const id = await deployNamed(ctx, 'switched', crew('trivial.mjs'));
+    const names = async () => (await client.listTools()).tools.map((tool) => tool.name);
+    expect(await names()).toContain('switched');
+    const off = await ctx.call('PATCH', `/v1/deployments/${id}`, { body: { mcp: false, description: 'Off for now' } });
+    expect(off.statusCode, off.body).toBe(200);
+    expect(off.json()).toMatchObject({ mcp: false, description: 'Off for now' });
+    expect(await names()).not.toContain('switched');
+    const on = await ctx.call('PATCH', `/v1/deployments/${id}`, { body: { mcp: true } });
+    expect(on.json().mcp).toBe(true);
+    expect(await names()).toContain('switched');
+    const empty = await ctx.call('PATCH', `/v1/deployments/${id}`, { body: {} });
+    expect(empty.statusCode).toBe(400);
   });
 
   it('refuses an unknown tool, and a tool switched off', async () => {
