@@ -1,0 +1,164 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/types.js';
+import type { ThreadStatus } from '../threads/db-types.js';
+
+export const threadColumns = [
+  'id',
+  'deployment_id',
+  'status',
+  'metadata',
+  'values',
+  'interrupts',
+  'created_at',
+  'updated_at',
+] as const;
+
+export function findThread(db: Db, orgId: string, id: string) {
+  return db
+    .selectFrom('threads')
+    .select(threadColumns)
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export type ThreadRow = NonNullable<Awaited<ReturnType<typeof findThread>>>;
+
+/** A thread of no deployment yet: its first run binds it (CONTRACTS §14). */
+export function insertThread(
+  db: Db,
+  row: { id: string; org_id: string; metadata: Record<string, unknown>; values?: Record<string, unknown> | null },
+) {
+  return db
+    .insertInto('threads')
+    .values({
+      id: row.id,
+      org_id: row.org_id,
+      deployment_id: null,
+      status: 'idle',
+      metadata: JSON.stringify(row.metadata),
+      values: row.values ? JSON.stringify(row.values) : null,
+    })
+    .returning(threadColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export interface ThreadFilter {
+  ids?: string[] | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  values?: Record<string, unknown> | undefined;
+  status?: ThreadStatus | undefined;
+}
+
+function filtered(db: Db, orgId: string, filter: ThreadFilter) {
+  let query = db.selectFrom('threads').where('org_id', '=', orgId);
+  if (filter.ids) query = query.where('id', 'in', filter.ids.length > 0 ? filter.ids : ['']);
+  if (filter.metadata) query = query.where(sql<boolean>`metadata @> ${JSON.stringify(filter.metadata)}::jsonb`);
+  if (filter.values) query = query.where(sql<boolean>`"values" @> ${JSON.stringify(filter.values)}::jsonb`);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  return query;
+}
+
+export type ThreadSort = 'thread_id' | 'status' | 'created_at' | 'updated_at';
+
+export function searchThreads(
+  db: Db,
+  orgId: string,
+  filter: ThreadFilter,
+  order: { by: ThreadSort; direction: 'asc' | 'desc' },
+  page: { limit: number; offset: number },
+) {
+  const column = order.by === 'thread_id' ? 'id' : order.by;
+  return filtered(db, orgId, filter)
+    .select(threadColumns)
+    .orderBy(column, order.direction)
+    .orderBy('id', order.direction)
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export async function countThreads(db: Db, orgId: string, filter: ThreadFilter): Promise<number> {
+  const row = await filtered(db, orgId, filter)
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Merges `metadata` into the thread's (as the official server's PATCH does). */
+export function mergeMetadata(db: Db, orgId: string, id: string, metadata: Record<string, unknown>) {
+  return db
+    .updateTable('threads')
+    .set({
+      metadata: sql`metadata || ${JSON.stringify(metadata)}::jsonb`,
+      updated_at: sql`clock_timestamp()`,
+    })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .returning(threadColumns)
+    .executeTakeFirst();
+}
+
+const checkpointColumns = ['id', 'thread_id', 'run_id', 'values', 'created_at'] as const;
+
+/** The thread's checkpoints, newest first, with whether each holds the runner's own (LangGraph) checkpoint. */
+export function listCheckpoints(db: Db, threadId: string, options: { limit: number; before?: Date | undefined }) {
+  let query = db
+    .selectFrom('thread_checkpoints')
+    .select(checkpointColumns)
+    .select(sql<boolean>`checkpoint is not null`.as('has_runner_checkpoint'))
+    .where('thread_id', '=', threadId);
+  if (options.before) query = query.where('created_at', '<', options.before);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute();
+}
+
+export type CheckpointRow = Awaited<ReturnType<typeof listCheckpoints>>[number];
+
+export function findCheckpoint(db: Db, threadId: string, id: string) {
+  return db
+    .selectFrom('thread_checkpoints')
+    .select(checkpointColumns)
+    .select(sql<boolean>`checkpoint is not null`.as('has_runner_checkpoint'))
+    .where('thread_id', '=', threadId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** The newest checkpoint older than `row` (its parent). */
+export function parentCheckpoint(db: Db, row: { thread_id: string; created_at: Date; id: string }) {
+  return db
+    .selectFrom('thread_checkpoints')
+    .select(['id'])
+    .where('thread_id', '=', row.thread_id)
+    .where((eb) =>
+      eb.or([
+        eb('created_at', '<', row.created_at),
+        eb.and([eb('created_at', '=', row.created_at), eb('id', '<', row.id)]),
+      ]),
+    )
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Copies a thread (values, metadata, checkpoints) to a new id; its runs stay with the original. */
+export async function copyThread(db: Db, orgId: string, from: ThreadRow, toId: string) {
+  const copy = await db
+    .insertInto('threads')
+    .values({
+      id: toId,
+      org_id: orgId,
+      deployment_id: from.deployment_id,
+      status: from.status === 'busy' ? 'idle' : from.status,
+      metadata: JSON.stringify(from.metadata),
+      values: from.values === null ? null : JSON.stringify(from.values),
+      interrupts: JSON.stringify(from.interrupts),
+    })
+    .returning(threadColumns)
+    .executeTakeFirstOrThrow();
+  await sql`insert into thread_checkpoints (id, thread_id, run_id, "values", checkpoint, created_at)
+    select 'chk_' || substr(md5(random()::text || id), 1, 24), ${toId}, null, "values", checkpoint, created_at
+    from thread_checkpoints where thread_id = ${from.id}`.execute(db);
+  return copy;
+}

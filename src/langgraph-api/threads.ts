@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { ThreadInterrupt } from '../db/columns.js';
+import type { Database } from '../db/types.js';
+import { conflict, notFound } from '../errors.js';
+import { toIso } from '../http/pagination.js';
+import type { ThreadService } from '../threads/service.js';
+import { unprocessable } from './errors.js';
+import * as repo from './threads-repo.js';
+
+const threadNotFound = (id: string) => notFound(`Thread ${id} not found`);
+
+/** The id an interrupt's task goes by: the interrupt's own, else one per thread and checkpoint. */
+const taskIdOf = (threadId: string, checkpointId: string | null) => `${checkpointId ?? threadId}:task`;
+
+function interruptsOf(interrupts: ThreadInterrupt[], threadId: string) {
+  return interrupts.map((item, index) => ({ value: item.value, id: item.id ?? `${threadId}:${index}` }));
+}
+
+/** A thread as the SDKs read it: `interrupts` by task id (CONTRACTS §14). */
+export function toThread(row: repo.ThreadRow, latestCheckpointId: string | null = null) {
+  const interrupts = interruptsOf(row.interrupts, row.id);
+  return {
+    thread_id: row.id,
+    created_at: toIso(row.created_at),
+    updated_at: toIso(row.updated_at),
+    metadata: row.metadata,
+    status: row.status,
+    values: row.values,
+    interrupts: interrupts.length > 0 ? { [taskIdOf(row.id, latestCheckpointId)]: interrupts } : {},
+    config: {},
+    error: null,
+  };
+}
+
+const checkpointRef = (threadId: string, id: string) => ({
+  thread_id: threadId,
+  checkpoint_ns: '',
+  checkpoint_id: id,
+  checkpoint_map: null,
+});
+
+/**
+ * Threads of the Agent Server API over crewd's threads: the same rows, with UUIDs and no deployment
+ * until the first run. Their state is built from crewd's checkpoints of the thread.
+ */
+export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadService) {
+  async function get(orgId: string, id: string) {
+    const row = await repo.findThread(db, orgId, id);
+    if (!row) throw threadNotFound(id);
+    return row;
+  }
+
+  /** The state at one checkpoint (the latest when `at` is null); `step` counts checkpoints from the first. */
+  async function stateAt(thread: repo.ThreadRow, at: repo.CheckpointRow | null, latest: boolean) {
+    const parent = at ? await repo.parentCheckpoint(db, at) : undefined;
+    const interrupts = latest ? interruptsOf(thread.interrupts, thread.id) : [];
+    const checkpointId = at?.id ?? `${thread.id}:empty`;
+    const tasks =
+      interrupts.length > 0
+        ? [
+            {
+              id: taskIdOf(thread.id, at?.id ?? null),
+              name: 'interrupt',
+              path: ['__pregel_pull', 'interrupt'],
+              error: null,
+              interrupts,
+              checkpoint: null,
+              state: null,
+              result: null,
+            },
+          ]
+        : [];
+    return {
+      values: (at ? at.values : thread.values) ?? {},
+      next: tasks.map((task) => task.name),
+      tasks,
+      checkpoint: checkpointRef(thread.id, checkpointId),
+      metadata: {
+        ...thread.metadata,
+        source: at?.run_id ? 'loop' : 'update',
+        run_id: at?.run_id ?? null,
+        thread_id: thread.id,
+      },
+      created_at: toIso(at?.created_at ?? thread.updated_at),
+      parent_checkpoint: parent ? checkpointRef(thread.id, parent.id) : null,
+      interrupts,
+    };
+  }
+
+  async function latest(thread: repo.ThreadRow) {
+    const [newest] = await repo.listCheckpoints(db, thread.id, { limit: 1 });
+    return newest ?? null;
+  }
+
+  return {
+    async create(
+      orgId: string,
+      input: { thread_id?: string | undefined; metadata: Record<string, unknown>; if_exists: 'raise' | 'do_nothing' },
+    ) {
+      const id = (input.thread_id ?? randomUUID()).toLowerCase();
+      if (input.thread_id) {
+        const existing = await db
+          .selectFrom('threads')
+          .select(['id', 'org_id'])
+          .where('id', '=', id)
+          .executeTakeFirst();
+        if (existing) {
+          // Another organization's id is taken too; saying so would tell that it exists.
+          if (existing.org_id === orgId && input.if_exists === 'do_nothing') return toThread(await get(orgId, id));
+          throw conflict(`Thread ${id} already exists`);
+        }
+      }
+      return toThread(await repo.insertThread(db, { id, org_id: orgId, metadata: input.metadata }));
+    },
+
+    async get(orgId: string, id: string) {
+      const thread = await get(orgId, id);
+      return toThread(thread, (await latest(thread))?.id ?? null);
+    },
+
+    async search(
+      orgId: string,
+      filter: repo.ThreadFilter,
+      order: { by: repo.ThreadSort; direction: 'asc' | 'desc' },
+      page: { limit: number; offset: number },
+    ) {
+      return (await repo.searchThreads(db, orgId, filter, order, page)).map((row) => toThread(row));
+    },
+
+    count: (orgId: string, filter: repo.ThreadFilter) => repo.countThreads(db, orgId, filter),
+
+    async update(orgId: string, id: string, metadata: Record<string, unknown>) {
+      const row = await repo.mergeMetadata(db, orgId, id, metadata);
+      if (!row) throw threadNotFound(id);
+      return toThread(row);
+    },
+
+    async remove(orgId: string, id: string) {
+      await get(orgId, id);
+      await threads.remove(orgId, id);
+    },
+
+    async copy(orgId: string, id: string) {
+      const thread = await get(orgId, id);
+      return toThread(await db.transaction().execute((trx) => repo.copyThread(trx, orgId, thread, randomUUID())));
+    },
+
+    async state(orgId: string, id: string, checkpointId?: string) {
+      const thread = await get(orgId, id);
+      const newest = await latest(thread);
+      if (!checkpointId || checkpointId === newest?.id) return stateAt(thread, newest, true);
+      const at = await repo.findCheckpoint(db, id, checkpointId);
+      if (!at) throw notFound(`Thread ${id} has no checkpoint ${checkpointId}`);
+      return stateAt(thread, at, false);
+    },
+
+    async history(orgId: string, id: string, options: { limit: number; before?: string | undefined }) {
+      const thread = await get(orgId, id);
+      const before = options.before ? await repo.findCheckpoint(db, id, options.before) : undefined;
+      if (options.before && !before) throw notFound(`Thread ${id} has no checkpoint ${options.before}`);
+      const rows = await repo.listCheckpoints(db, id, { limit: options.limit, before: before?.created_at });
+      const newest = before ? null : await latest(thread);
+      return Promise.all(rows.map((row) => stateAt(thread, row, row.id === newest?.id)));
+    },
+
+    /**
+     * `graph.update_state` of a thread crewd keeps values for. A thread holding LangGraph's own
+     * checkpoint is refused: its graph's reducers would have to run (send `command.update` with a run).
+     */
+    async updateState(orgId: string, id: string, values: Record<string, unknown> | null, asNode: string | undefined) {
+      const thread = await get(orgId, id);
+      const newest = await latest(thread);
+      if (newest?.has_runner_checkpoint || asNode) {
+        throw unprocessable(
+          `Thread ${id}: updating the state of a LangGraph graph outside a run is not served by crewd; start a run with command: {update: …} instead`,
+        );
+      }
+      const merged = { ...(thread.values ?? {}), ...(values ?? {}) };
+      await threads.update(orgId, id, { values: merged });
+      const checkpoint = await latest(await get(orgId, id));
+      return { checkpoint: checkpointRef(id, checkpoint?.id ?? `${id}:empty`) };
+    },
+  };
+}
+
+export type LangGraphThreads = ReturnType<typeof createLangGraphThreads>;
