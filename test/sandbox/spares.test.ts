@@ -12,6 +12,7 @@ import {
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LaunchedProcess, LaunchRequest, ProcessLauncher } from '../../src/execution/launcher.js';
+import { createSparePool } from '../../src/execution/sandbox-spares.js';
 import { sandboxedLauncher } from '../../src/execution/sandboxed-launcher.js';
 import { createSpawner } from '../../src/execution/spawner.js';
 import { createLogger } from '../../src/logger.js';
@@ -163,18 +164,50 @@ describe.skipIf(bwrapPath === null)('spare sandboxes (made ahead, taken by the n
     expect(JSON.parse(text)).toEqual({ runs: [path.basename(request.cwd)], data: ['runs'] });
   });
 
-  it('makes no spare for a process that writes other folders (a build step), and ends the spares on stop', async () => {
+  it('makes no spare for a process that writes other folders (a build step)', async () => {
     const folder = path.join(dataDir, 'build');
     mkdirSync(folder);
     const build = { ...runRequest(), cwd: folder, confinement: { writable: [folder], readOnly: [] } };
+    // A spare's folder is made at once, as a run takes one or as its process ends: had the build made one, it is here.
     await outputOf(await launch(build));
-    await new Promise((resolve) => setTimeout(resolve, 300));
     expect(spareFolders(runsDir)).toEqual([]);
 
+    // A run of a scratch folder does make one: the check above looks where spares appear.
     await outputOf(await launch(runRequest()));
-    await until(() => spareFolders(runsDir).length === 1);
-    await launcher.stop();
-    await until(() => spareFolders(runsDir).length === 0);
+    expect(spareFolders(runsDir)).toHaveLength(1);
+  });
+
+  it('ends its waiting spares when stopped, while the launcher that started them still runs', async () => {
+    // The spawner ends whatever it started when it stops, so the pool's own stop is watched before that.
+    const spawner = createSpawner(createLogger('silent'));
+    const started: LaunchedProcess[] = [];
+    const watched: ProcessLauncher = {
+      ...spawner,
+      async launch(request) {
+        const launched = await spawner.launch(request);
+        if (!('error' in launched)) started.push(launched);
+        return launched;
+      },
+    };
+    spawner.start();
+    const pool = createSparePool(watched, { runsDir, logger: createLogger('silent') });
+    const sandbox = createBubblewrapSandbox({ bwrapPath: bwrapPath as string, network: 'on', dataDir });
+    try {
+      const { command, cwd, env, confinement } = runRequest();
+      const shape = sandbox.spareShape?.({ command, cwd, env: { ...env, ...SANDBOX_HOME_ENV } }, confinement);
+      if (!shape) throw new Error('a run in its scratch folder has a spare shape');
+      pool.madeRoomFor(shape);
+      const spare = await until(() => started[0]);
+      let ended = false;
+      void spare.exit.then(() => {
+        ended = true;
+      });
+      await pool.stop();
+      expect(ended).toBe(true);
+      await until(() => spareFolders(runsDir).length === 0);
+    } finally {
+      await spawner.stop();
+    }
   });
 
   it('removes the folders of spares a killed crewd left behind, at start, and no live one’s', async () => {
