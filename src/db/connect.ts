@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { nameRepeatedStatements } from './statement-names.js';
+import { kyselyPool } from './kysely-pool.js';
 import type { Database } from './types.js';
 
 export type Backend = 'postgres' | 'pglite';
@@ -29,8 +29,7 @@ export function connectPostgres(url: string, poolSize = 20, preparedStatements =
   // and the pool listens only to idle ones: unheard, it would crash the process. The query in flight fails on its
   // own, and the pool drops the broken client when it is released.
   pool.on('connect', (client) => client.on('error', () => {}));
-  if (preparedStatements) nameRepeatedStatements(pool);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: kyselyPool(pool, preparedStatements) }) });
   return { db, backend: 'postgres', pool, close: () => db.destroy() };
 }
 
