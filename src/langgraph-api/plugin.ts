@@ -6,6 +6,7 @@ import type { Database } from '../db/types.js';
 import { assistantRoutes } from './assistants-routes.js';
 import { installDetailErrors } from './errors.js';
 import { infoRoutes } from './info.js';
+import { runRoutes } from './runs.js';
 import { threadRoutes } from './threads-routes.js';
 
 /** What every route file of the LangGraph API gets: the same services as /v1 (CONTRACTS §14). */
@@ -26,7 +27,7 @@ export type LangGraphRoutes = FastifyPluginAsync<LangGraphDeps>;
  * The route files of the API, registered in this order under the prefix. A new file (runs,
  * streams…) adds one entry here.
  */
-export const routes: LangGraphRoutes[] = [infoRoutes, assistantRoutes, threadRoutes];
+export const routes: LangGraphRoutes[] = [infoRoutes, assistantRoutes, threadRoutes, runRoutes];
 
 /** Paths under the prefix that answer without a key, as the official server's do. */
 export const PUBLIC_PATHS = ['/ok', '/info'];

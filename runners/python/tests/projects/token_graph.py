@@ -1,5 +1,5 @@
 """A chat graph whose model is LangChain's fake chat model, streaming one token per word: `chat` answers the last
-message (`tokens` words, `pause` seconds apart), a subgraph `notes` counts the answers, and `review` asks for
+message (`tokens` words, `pause` seconds apart; fails for fewer than none), a subgraph `notes` counts the answers, and `review` asks for
 approval with `interrupt` when the input says `ask`."""
 
 import asyncio
@@ -23,6 +23,8 @@ class State(TypedDict, total=False):
 
 
 async def chat(state: State) -> dict[str, Any]:
+    if state.get("tokens", 5) < 0:
+        raise ValueError("tokens must not be negative")
     words = " ".join(f"w{index}" for index in range(state.get("tokens", 5)))
     model = GenericFakeChatModel(messages=iter([AIMessage(content=words)]))
     get_stream_writer()({"step": "chat", "tokens": state.get("tokens", 5)})

@@ -1,0 +1,286 @@
+import { randomUUID } from 'node:crypto';
+import { conflict, notFound } from '../errors.js';
+import { toIso } from '../http/pagination.js';
+import * as runRepo from '../run-record/repository.js';
+import { isTerminal, type RunCommand, type RunStatus } from '../run-record/types.js';
+import type { RunStream } from '../streams/stream.js';
+import type { StreamSink } from '../streams/stream-sink.js';
+import { unprocessable } from './errors.js';
+import type { LangGraphDeps } from './plugin.js';
+import type { LangGraphRun, RunCreateBody } from './runs-schemas.js';
+import { errorOf } from './stream-framing.js';
+import { createLangGraphThreads } from './threads.js';
+import * as threadsRepo from './threads-repo.js';
+import {
+  crewdRunStatuses,
+  defaultAssistantId,
+  type LangGraphRunStatus,
+  mergedConfig,
+  resolveAssistant,
+  runEnvironment,
+  runStatusOf,
+} from './translate.js';
+
+/** Where a run's stream request rides in its input, for the runner (runners/python/crewd_runner/stream_modes.py). */
+export const STREAM_REQUEST_KEY = '__langgraph__';
+
+/** What a run of this API was asked beside its input: kept with the run, read by the runner and by `kwargs`. */
+export interface StreamRequest {
+  assistant_id: string;
+  metadata: Record<string, unknown>;
+  multitask_strategy: 'reject' | 'interrupt' | 'rollback' | 'enqueue';
+  stream_mode: string[];
+  stream_subgraphs: boolean;
+  config: Record<string, unknown>;
+  context: Record<string, unknown> | null;
+  interrupt_before: string[] | '*' | null;
+  interrupt_after: string[] | '*' | null;
+  /** No input and no command: the graph goes on from its checkpoint (LangGraph's `None` input). */
+  null_input: boolean;
+  command: Record<string, unknown> | null;
+}
+
+/** The /v1 JSON of a run (src/runs/service.ts toRun), as far as this API reads it. */
+interface V1Run {
+  id: string;
+  deployment_id: string;
+  thread_id: string | null;
+  status: RunStatus;
+  input: Record<string, unknown>;
+  output: Record<string, unknown> | null;
+  error_message: string | null;
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A run that stopped at an interrupt (`run.interrupted`): its output is `{interrupts}` alone. */
+function pausedAt(run: V1Run): unknown[] | null {
+  const output = run.output;
+  if (run.status !== 'succeeded' || !output) return null;
+  const keys = Object.keys(output);
+  return keys.length === 1 && keys[0] === 'interrupts' && Array.isArray(output.interrupts) ? output.interrupts : null;
+}
+
+/** A run as the SDKs read it (`Run`), from its /v1 JSON; a run started through /v1 gets its deployment's assistant. */
+export function toLangGraphRun(run: V1Run): LangGraphRun {
+  const asked = isObject(run.input[STREAM_REQUEST_KEY])
+    ? (run.input[STREAM_REQUEST_KEY] as Partial<StreamRequest>)
+    : {};
+  const { [STREAM_REQUEST_KEY]: _asked, ...input } = run.input;
+  const { assistant_id, metadata, multitask_strategy, ...rest } = asked;
+  return {
+    run_id: run.id,
+    thread_id: run.thread_id,
+    assistant_id: assistant_id ?? defaultAssistantId(run.deployment_id),
+    created_at: run.created_at,
+    updated_at: run.completed_at ?? run.started_at ?? run.created_at,
+    status: runStatusOf({ status: run.status, error_message: run.error_message, paused: pausedAt(run) !== null }),
+    metadata: metadata ?? {},
+    multitask_strategy: multitask_strategy ?? 'reject',
+    kwargs: { input: rest.null_input ? null : input, ...rest },
+  };
+}
+
+/** Refuses what crewd cannot honour, naming the field and what to do instead (docs/langgraph.md). */
+function refuseUnsupported(body: RunCreateBody): void {
+  if (body.checkpoint != null || body.checkpoint_id) {
+    throw unprocessable(
+      'checkpoint_id: crewd runs a thread from its latest state; running from an earlier checkpoint is not supported',
+    );
+  }
+  if (body.webhook) {
+    throw unprocessable('webhook: crewd sends run webhooks per deployment; create one with POST /v1/webhooks');
+  }
+  if (body.after_seconds) {
+    throw unprocessable('after_seconds: crewd starts runs at once; schedule later runs with a cron (POST /runs/crons)');
+  }
+  if (body.input !== undefined && body.input !== null && !isObject(body.input)) {
+    throw unprocessable('input: must be a JSON object (the graph’s input) or null');
+  }
+}
+
+const modesOf = (value: RunCreateBody['stream_mode']): string[] | undefined =>
+  value === undefined ? undefined : Array.isArray(value) ? value : [value];
+
+/** A stream sink that keeps nothing: a run's end is all a waiting request needs from its stream. */
+function endSink(onEnd: (json: string) => void): StreamSink {
+  return {
+    send: () => true,
+    sendUntracked: onEnd,
+    comment: () => {},
+    close: () => {},
+    abort: () => {},
+    backlogged: () => false,
+    drained: async () => {},
+  };
+}
+
+/** The largest event id: a stream resumed there sends no stored event, only the run's end. */
+const PAST_EVERY_EVENT = 2_147_483_647;
+
+/** Runs of the Agent Server API over crewd's run service (CONTRACTS §14): the same rows and event log as /v1. */
+export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' | 'services'>) {
+  const threads = createLangGraphThreads(db, services.threads);
+
+  /** Finished runs are cached as their answer: a deleted one is dropped from every instance's cache. */
+  const deleteRun = (id: string) => services.caches.changing('runs', (trx) => runRepo.deleteRun(trx, id));
+
+  async function getV1(orgId: string, runId: string): Promise<V1Run> {
+    return JSON.parse(await services.runs.getJson(orgId, runId)) as V1Run;
+  }
+
+  /** A run of the thread (404 when it belongs to another thread, or none). */
+  async function runOf(orgId: string, threadId: string | null, runId: string): Promise<V1Run> {
+    const run = await getV1(orgId, runId);
+    if (threadId !== null && run.thread_id !== threadId.toLowerCase()) throw notFound('Run not found');
+    return run;
+  }
+
+  async function threadFor(orgId: string, threadId: string, ifNotExists: RunCreateBody['if_not_exists']) {
+    const id = threadId.toLowerCase();
+    if (await threadsRepo.findThread(db, orgId, id)) return id;
+    if (ifNotExists !== 'create') throw notFound(`Thread ${threadId} not found`);
+    await threads.create(orgId, { thread_id: id, metadata: {}, if_exists: 'do_nothing' });
+    return id;
+  }
+
+  /** Follows the run's stream until its end; resolves with the `complete` message. */
+  async function untilEnd(principal: { orgId: string; keyId: string }, runId: string): Promise<void> {
+    for (;;) {
+      let ended = false;
+      const stream: RunStream = services.streams.open(principal, runId, PAST_EVERY_EVENT);
+      await stream.prepare();
+      await stream.start(
+        endSink((json) => {
+          if ((JSON.parse(json) as { type?: string }).type === 'complete') ended = true;
+        }),
+      );
+      await stream.done;
+      // A stream past its lifetime (or cut by a fault) ends without the run: follow it again.
+      if (ended) return;
+      const run = await getV1(principal.orgId, runId);
+      if (isTerminal(run.status)) return;
+    }
+  }
+
+  return {
+    toLangGraphRun,
+
+    /** Starts a run (in a thread, or stateless with `threadId` null); answers it as the SDKs read it. */
+    async create(
+      orgId: string,
+      threadId: string | null,
+      body: RunCreateBody,
+      defaultModes: string[] = ['values'],
+    ): Promise<LangGraphRun> {
+      refuseUnsupported(body);
+      const resolved = await resolveAssistant(db, orgId, body.assistant_id);
+      const thread = threadId === null ? null : await threadFor(orgId, threadId, body.if_not_exists);
+      const command = body.command ?? null;
+      const input = isObject(body.input) ? body.input : {};
+      const stored = resolved.stored;
+      const request: StreamRequest = {
+        assistant_id: resolved.assistantId,
+        metadata: body.metadata ?? {},
+        multitask_strategy: body.multitask_strategy ?? 'reject',
+        stream_mode: modesOf(body.stream_mode) ?? defaultModes,
+        stream_subgraphs: body.stream_subgraphs ?? false,
+        config: mergedConfig(resolved, body.config),
+        context: stored || body.context ? { ...(stored?.context ?? {}), ...(body.context ?? {}) } : null,
+        interrupt_before: body.interrupt_before ?? null,
+        interrupt_after: body.interrupt_after ?? null,
+        null_input: (body.input === undefined || body.input === null) && command === null,
+        command,
+      };
+      // crewd's own command resumes an interrupted thread (CONTRACTS §9); update and goto alone ride in the request.
+      const resume: RunCommand | null =
+        command && command.resume !== undefined
+          ? { resume: command.resume, ...(isObject(command.update) ? { update: command.update } : {}) }
+          : null;
+      const runId = randomUUID();
+      await services.runs.createRun({
+        runId,
+        orgId,
+        deploymentId: resolved.deployment.id,
+        environment: runEnvironment(resolved, body.config),
+        input: { ...input, [STREAM_REQUEST_KEY]: request },
+        threadId: thread,
+        command: thread ? resume : null,
+        ...(thread ? { multitaskStrategy: request.multitask_strategy } : {}),
+        idempotencyScope: 'langgraph',
+      });
+      return toLangGraphRun(await getV1(orgId, runId));
+    },
+
+    async get(orgId: string, threadId: string | null, runId: string): Promise<LangGraphRun> {
+      return toLangGraphRun(await runOf(orgId, threadId, runId));
+    },
+
+    /** A thread's runs, newest first; 404 for an unknown thread. */
+    async list(
+      orgId: string,
+      threadId: string,
+      page: { limit: number; offset: number; status?: LangGraphRunStatus | undefined },
+    ): Promise<LangGraphRun[]> {
+      const id = threadId.toLowerCase();
+      if (!(await threadsRepo.findThread(db, orgId, id))) throw notFound(`Thread ${threadId} not found`);
+      const statuses = page.status ? crewdRunStatuses(page.status) : [undefined];
+      const lists = await Promise.all(
+        statuses.map((status) =>
+          services.runs.list(orgId, { thread_id: id, status }, { limit: page.offset + page.limit, offset: 0 }),
+        ),
+      );
+      const runs = lists
+        .flatMap((list) => list.runs as unknown as V1Run[])
+        .map(toLangGraphRun)
+        .filter((run) => !page.status || run.status === page.status)
+        .sort((a, b) => b.created_at.localeCompare(a.created_at));
+      return runs.slice(page.offset, page.offset + page.limit);
+    },
+
+    /** Cancels a pending or running run; `rollback` deletes it too, with its events. */
+    async cancel(orgId: string, threadId: string | null, runId: string, action: 'interrupt' | 'rollback') {
+      const run = await runOf(orgId, threadId, runId);
+      if (!isTerminal(run.status)) await services.runs.cancel(orgId, run.id);
+      else if (action === 'interrupt')
+        throw conflict(`Run ${run.id} is already over (${run.status}); nothing to cancel`);
+      if (action === 'rollback') await deleteRun(run.id);
+    },
+
+    /** Deletes a finished run with its events; a run still going is 409 (cancel it first). */
+    async remove(orgId: string, threadId: string, runId: string): Promise<void> {
+      const run = await runOf(orgId, threadId, runId);
+      if (!isTerminal(run.status)) {
+        throw conflict(`Run ${run.id} is ${run.status}; cancel it before deleting it`);
+      }
+      await deleteRun(run.id);
+    },
+
+    untilEnd,
+
+    /**
+     * What `wait` and `join` answer once the run is over: the thread's values (the run's output
+     * outside a thread) with `__interrupt__` when it stopped at one, or `__error__` when it failed.
+     */
+    async finalValues(orgId: string, runId: string): Promise<Record<string, unknown>> {
+      const run = await getV1(orgId, runId);
+      if (run.status === 'failed') return { __error__: errorOf(run.error_message ?? 'Run failed') };
+      const interrupts = pausedAt(run);
+      const values = run.thread_id
+        ? ((await threadsRepo.findThread(db, orgId, run.thread_id))?.values ?? {})
+        : interrupts
+          ? {}
+          : (run.output ?? {});
+      if (!interrupts) return values;
+      return { ...values, __interrupt__: interrupts };
+    },
+
+    toIso,
+  };
+}
+
+export type LangGraphRuns = ReturnType<typeof createLangGraphRuns>;
