@@ -4,12 +4,16 @@ The protocol lines go to a private duplicate of the original standard output (se
 crew writes can break a protocol line or be mistaken for one.
 """
 
+from __future__ import annotations
+
 import io
 import logging
 import os
 import re
 import sys
 import threading
+
+from .protocol import Emitter
 
 _DRAIN_SECONDS = 2.0
 # Terminal escape sequences (colours, cursor moves, hyperlinks): CrewAI's verbose panels are full of them, and a log
@@ -31,7 +35,7 @@ class LogWriter(io.TextIOBase):
     """A text stream that turns the complete lines of each write into one `log` event: a panel that a library prints
     in one call (CrewAI's verbose output, a traceback) stays one message with its line breaks."""
 
-    def __init__(self, emitter, stream, fd):
+    def __init__(self, emitter: Emitter, stream: str, fd: int) -> None:
         super().__init__()
         self._emitter = emitter
         self._stream = stream
@@ -40,23 +44,23 @@ class LogWriter(io.TextIOBase):
         self._lock = threading.Lock()
 
     @property
-    def encoding(self):
+    def encoding(self) -> str:  # type: ignore[override]  # io.TextIOBase's is a read-only descriptor at run time
         return "utf-8"
 
-    def writable(self):
+    def writable(self) -> bool:
         return True
 
-    def isatty(self):
+    def isatty(self) -> bool:
         return False
 
-    def fileno(self):
+    def fileno(self) -> int:
         return self._fd
 
     @property
-    def buffer(self):
+    def buffer(self) -> _BytesToText:
         return _BytesToText(self)
 
-    def write(self, text):
+    def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         with self._lock:
@@ -65,12 +69,12 @@ class LogWriter(io.TextIOBase):
             self._send(complete)
         return len(text)
 
-    def flush(self):
+    def flush(self) -> None:
         with self._lock:
             rest, self._pending = self._pending, ""
         self._send(rest)
 
-    def _send(self, block):
+    def _send(self, block: str) -> None:
         message = readable(block)
         if message:
             self._emitter.log(message, stream=self._stream)
@@ -79,42 +83,42 @@ class LogWriter(io.TextIOBase):
 class _BytesToText:
     """`sys.stdout.buffer` for code that writes bytes."""
 
-    def __init__(self, text_stream):
+    def __init__(self, text_stream: LogWriter) -> None:
         self._text = text_stream
 
-    def write(self, data):
+    def write(self, data: bytes | bytearray) -> int:
         self._text.write(bytes(data).decode("utf-8", errors="replace"))
         return len(data)
 
-    def flush(self):
+    def flush(self) -> None:
         self._text.flush()
 
 
 class ProtocolLogHandler(logging.Handler):
     """Records of the logging module, as `log` events with their level and logger name."""
 
-    def __init__(self, emitter):
+    def __init__(self, emitter: Emitter) -> None:
         super().__init__()
         self._emitter = emitter
         self.setFormatter(logging.Formatter("%(message)s"))
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         try:
             message = self.format(record)
             self._emitter.log(message, stream="logging", level=record.levelname, logger=record.name)
-        except Exception:
+        except Exception:  # noqa: BLE001 (logging's convention: a handler reports its own failure, never raises it)
             self.handleError(record)
 
 
 class OutputCapture:
     """Points fd 1 and sys.stdout away from the protocol for the life of a run."""
 
-    def __init__(self, emitter):
+    def __init__(self, emitter: Emitter) -> None:
         self._emitter = emitter
-        self._pump = None
+        self._pump: threading.Thread | None = None
         self._handler = ProtocolLogHandler(emitter)
 
-    def start(self):
+    def start(self) -> None:
         read_fd, write_fd = os.pipe()
         os.dup2(write_fd, 1)
         os.close(write_fd)
@@ -123,7 +127,7 @@ class OutputCapture:
         sys.stdout = LogWriter(self._emitter, "stdout", 1)
         logging.getLogger().addHandler(self._handler)
 
-    def stop(self):
+    def stop(self) -> None:
         """Flushes what the crew wrote so far; every `log` event is out before the result line."""
         sys.stdout.flush()
         logging.getLogger().removeHandler(self._handler)
@@ -131,9 +135,10 @@ class OutputCapture:
         os.dup2(devnull, 1)
         os.close(devnull)
         # A child process the crew left running may still hold the pipe; its output is not waited for.
-        self._pump.join(_DRAIN_SECONDS)
+        if self._pump is not None:
+            self._pump.join(_DRAIN_SECONDS)
 
-    def _pump_lines(self, read_fd):
+    def _pump_lines(self, read_fd: int) -> None:
         with os.fdopen(read_fd, "rb") as pipe:
             for raw in pipe:
                 line = readable(raw.decode("utf-8", errors="replace"))

@@ -1,19 +1,31 @@
 """`python -m crewd_runner --crew|--flow|--graph <target>`: one run of a Python crew over the runner protocol
 (`--check`: the build's import check instead, see check.py)."""
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from . import loader
 from .capture import OutputCapture
 from .outcome import Outcome
 from .protocol import Emitter
+from .stream_modes import take_stream_request
+
+# The run's request (docs/runner-protocol.md): run_id, input, thread, command.
+Request = dict[str, Any]
+# An adapter's run: the loaded target, the request, the emitter; the run's outcome.
+RunEntry = Callable[[Any, Request, Emitter], Outcome]
+# What imports the crew and picks its adapter; called inside the run, so that its errors fail the run.
+Load = Callable[[], tuple[RunEntry, object]]
 
 
-def parse_args(argv):
+def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m crewd_runner", description=__doc__)
     kind = parser.add_mutually_exclusive_group(required=True)
     kind.add_argument("--crew", metavar="MODULE:ATTR", help="a @CrewBase class, a Crew, or a function returning one")
@@ -23,7 +35,7 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def read_request(stream):
+def read_request(stream: TextIO) -> Request:
     text = stream.read()
     request = json.loads(text) if text.strip() else {}
     if not isinstance(request, dict):
@@ -31,7 +43,7 @@ def read_request(stream):
     return request
 
 
-def load_entry(args, cwd):
+def load_entry(args: argparse.Namespace, cwd: str) -> tuple[RunEntry, object]:
     """(runner function, loaded target). The import happens here, so that its errors fail the run."""
     loader.add_project_to_path(cwd)
     if args.graph:
@@ -45,7 +57,7 @@ def load_entry(args, cwd):
     return crewai_adapter.run_flow, loader.load_module_attr(args.flow)
 
 
-def warm_up(args):
+def warm_up(args: argparse.Namespace) -> Callable[[], None] | None:
     """Pays in a fork server what each run would pay again; returns what a forked child does before its run comes
     (or None)."""
     if args.graph:
@@ -59,7 +71,7 @@ def warm_up(args):
     return crewai_adapter.warm_up_child
 
 
-def rehearse(args):
+def rehearse(args: argparse.Namespace) -> bool:
     """Before the crew's module is imported: a CrewAI kickoff of a built-in crew, so that forked children find
     CrewAI's first-kickoff work done (crewai_rehearsal)."""
     if args.graph:
@@ -69,24 +81,24 @@ def rehearse(args):
     return crewai_rehearsal.rehearse()
 
 
-def failure(error, emitter):
+def failure(error: BaseException, emitter: Emitter) -> Outcome:
     """The traceback as a `log` event, the run failed with the exception's type and message."""
     emitter.log("".join(traceback.format_exception(error)).rstrip("\n"), stream="stderr")
     message = str(error)
     return Outcome("run.failed", {"error": f"{type(error).__name__}: {message}" if message else type(error).__name__})
 
 
-def run(load, stdin, emitter):
+def run(load: Load, stdin: TextIO, emitter: Emitter) -> Outcome:
     """The run's outcome; any error, the crew's import included, fails the run instead of the process."""
     try:
-        request = read_request(stdin)
+        request = take_stream_request(read_request(stdin))
         run_entry, target = load()
         return run_entry(target, request, emitter)
-    except (Exception, SystemExit) as error:
+    except (Exception, SystemExit) as error:  # noqa: BLE001 (reported: the run fails with it)
         return failure(error, emitter)
 
 
-def run_over_protocol(load, stdin=None):
+def run_over_protocol(load: Load, stdin: TextIO | None = None) -> int:
     """One run with the crew's own output turned into `log` events; the result line is written last. The request is
     read from `stdin` (standard input unless given)."""
     emitter = Emitter(os.dup(1))
@@ -101,7 +113,7 @@ def run_over_protocol(load, stdin=None):
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     cwd = os.getcwd()
     if args.check:

@@ -13,15 +13,26 @@ see or that could leave the machine:
 Where any of this cannot be done (a CrewAI without these parts), there is no rehearsal and children pay as before.
 """
 
+from __future__ import annotations
+
 import contextlib
+import logging
 import os
 import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
+from . import internals
 from .crewai_adapter import relayed_events
 from .protocol import Emitter
+
+if TYPE_CHECKING:
+    from crewai import Crew
+
+_log = logging.getLogger(__name__)
 
 QUIET_ENV = {
     "CREWAI_DISABLE_TELEMETRY": "true",
@@ -38,7 +49,7 @@ class ThreadsLeft(RuntimeError):
     """The rehearsal's threads could not all be stopped: a fork would lose them mid-work."""
 
 
-def rehearse():
+def rehearse() -> bool:
     """Kicks off the built-in crew KICKOFFS times, its events relayed as a run's are; whether it did. A rehearsal that
     fails leaves the work to the children, which pay it as they would have; one whose threads outlive it raises
     ThreadsLeft."""
@@ -46,33 +57,36 @@ def rehearse():
         from crewai.events import crewai_event_bus as bus
     except ImportError:
         return False
-    if not _bus_can_stop(bus) or threading.active_count() != 1:
+    if not internals.bus_threads_stoppable(bus) or threading.active_count() != 1:
         return False
-    telemetry = _telemetry_class()
-    telemetry_before = getattr(telemetry, "_instance", None)
+    telemetry = internals.telemetry_class()
+    telemetry_before = internals.telemetry_instance(telemetry) if telemetry else None
     storage = tempfile.mkdtemp(prefix="crewd-rehearsal-")
     try:
         with _environment({**QUIET_ENV, "XDG_DATA_HOME": storage}), _in_process_locks(), _output_discarded() as sink:
             _kick_off(sink)
         return True
-    except Exception:
+    except Exception as error:  # noqa: BLE001 (a kickoff runs CrewAI's code, which may raise anything)
+        _log.warning("crewd fork server: no CrewAI rehearsal, its kickoff failed: %r", error)
         return False
     finally:
         _restore(bus, telemetry, telemetry_before, storage)
 
 
-def _restore(bus, telemetry, telemetry_before, storage):
-    with contextlib.suppress(Exception):
-        _stop_bus_threads(bus)
+def _restore(bus: object, telemetry: type | None, telemetry_before: object, storage: str) -> None:
+    try:
+        internals.stop_bus_threads(bus)
+    except Exception as error:  # noqa: BLE001 (whatever stopping raised, the threads left are checked below)
+        _log.warning("crewd fork server: stopping the rehearsal's event bus threads failed: %r", error)
     if telemetry is not None and telemetry_before is None:
-        telemetry._instance = None
+        internals.forget_telemetry_instance(telemetry)
     shutil.rmtree(storage, ignore_errors=True)
     if threading.active_count() != 1:
         names = ", ".join(thread.name for thread in threading.enumerate() if thread is not threading.main_thread())
         raise ThreadsLeft(f"the CrewAI rehearsal left threads running ({names}), which a fork would lose")
 
 
-def _kick_off(sink):
+def _kick_off(sink: int) -> None:
     emitter = Emitter(os.dup(sink))
     try:
         for _ in range(KICKOFFS):
@@ -82,12 +96,12 @@ def _kick_off(sink):
         emitter.close()
 
 
-def _crew():
+def _crew() -> Crew:
     from crewai import Agent, Crew, Task
     from crewai.llms.base_llm import BaseLLM
 
     class RehearsalLLM(BaseLLM):
-        def call(self, messages, *args, **kwargs):
+        def call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
             return ANSWER
 
     llm = RehearsalLLM(model="crewd/rehearsal")
@@ -96,35 +110,8 @@ def _crew():
     return Crew(agents=[agent], tasks=[task])
 
 
-def _bus_can_stop(bus):
-    """The bus starts its threads on its first emit and has not yet: they can be stopped the same way."""
-    started = getattr(bus, "_executor_initialized", None)
-    return started is False and callable(getattr(bus, "_ensure_executor_initialized", None))
-
-
-def _stop_bus_threads(bus):
-    """The bus as before its first emit: no handler pool, no loop thread (CrewAI starts them again on the next)."""
-    if not getattr(bus, "_executor_initialized", False):
-        return
-    bus.flush()
-    loop = bus._loop
-    loop.call_soon_threadsafe(loop.stop)
-    bus._loop_thread.join()
-    loop.close()
-    bus._sync_executor.shutdown(wait=True)
-    bus._executor_initialized = False
-
-
-def _telemetry_class():
-    try:
-        from crewai.telemetry.telemetry import Telemetry
-    except ImportError:
-        return None
-    return Telemetry
-
-
 @contextlib.contextmanager
-def _environment(values):
+def _environment(values: dict[str, str]) -> Iterator[None]:
     before = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:
@@ -138,13 +125,13 @@ def _environment(values):
 
 
 @contextlib.contextmanager
-def _in_process_locks():
+def _in_process_locks() -> Iterator[None]:
     from crewai_core import lock_store
 
-    locks = {}
+    locks: dict[str, threading.Lock] = {}
 
     @contextlib.contextmanager
-    def lock(name, timeout=None):
+    def lock(name: str, timeout: float | None = None) -> Iterator[None]:
         with locks.setdefault(name, threading.Lock()):
             yield
 
@@ -156,7 +143,7 @@ def _in_process_locks():
 
 
 @contextlib.contextmanager
-def _output_discarded():
+def _output_discarded() -> Iterator[int]:
     """Descriptors 1 and 2 on /dev/null while it lasts; yields /dev/null's descriptor."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     saved = [os.dup(1), os.dup(2)]
@@ -166,9 +153,10 @@ def _output_discarded():
         yield devnull
     finally:
         for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
+            # What the kickoff left in Python's buffers goes to /dev/null with it; a closed stream has none.
+            with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-        for fd, target in zip(saved, (1, 2)):
+        for fd, target in zip(saved, (1, 2), strict=True):
             os.dup2(fd, target)
             os.close(fd)
         os.close(devnull)

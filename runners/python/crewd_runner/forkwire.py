@@ -1,11 +1,17 @@
 """What crosses a run's connection to the fork server: the request header, signal lines, the server's last words."""
 
+from __future__ import annotations
+
+import contextlib
 import hmac
 import json
 import os
 import signal
 import socket
 import struct
+from typing import TextIO
+
+from .forkmessages import Exited, Final, RunRequest, Signal, parse
 
 # The header carries the run's input, thread values and checkpoint.
 HEADER_LIMIT = 256 << 20
@@ -18,7 +24,7 @@ class NotCrewd(Exception):
     """A connection that did not prove it is crewd's: it is closed without an answer and nothing runs."""
 
 
-def read_secret(stream):
+def read_secret(stream: TextIO) -> bytes:
     """The server's secret, the first line crewd writes on its standard input: 32 bytes in hex."""
     line = stream.readline().strip()
     try:
@@ -30,7 +36,7 @@ def read_secret(stream):
     return line.encode()
 
 
-def check_peer(connection):
+def check_peer(connection: socket.socket) -> None:
     """The process at the other end runs as this server's user (SO_PEERCRED), or NotCrewd."""
     credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _, uid, _ = struct.unpack("3i", credentials)
@@ -38,11 +44,11 @@ def check_peer(connection):
         raise NotCrewd(f"the peer runs as user {uid}, not as this server's user {os.getuid()}")
 
 
-def receive_request(connection, seconds, secret):
-    """The header (`secret`, the server's; `env`, names to strings; `cwd` and `stdin`, strings), its line, and what
-    came after it. A header that does not carry the secret raises NotCrewd. A header that has not come whole within
-    `seconds` is refused: the server reads it in its one loop, which a connection that sends nothing would otherwise
-    stop."""
+def receive_request(connection: socket.socket, seconds: float, secret: bytes) -> tuple[RunRequest, bytes, bytes]:
+    """The request (its header holds `secret`, the server's; `env`, names to strings; `cwd` and `stdin`, strings), the
+    header's line, and what came after it. A header that does not carry the secret raises NotCrewd. A header that has
+    not come whole within `seconds` is refused: the server reads it in its one loop, which a connection that sends
+    nothing would otherwise stop."""
     connection.settimeout(seconds)
     try:
         return _read_request(connection, secret)
@@ -52,8 +58,9 @@ def receive_request(connection, seconds, secret):
         connection.settimeout(None)
 
 
-def _read_request(connection, secret):
-    chunks, size = [], 0
+def _read_request(connection: socket.socket, secret: bytes) -> tuple[RunRequest, bytes, bytes]:
+    chunks: list[bytes] = []
+    size = 0
     while not chunks or b"\n" not in chunks[-1]:
         more = connection.recv(1 << 20)
         if not more:
@@ -72,39 +79,31 @@ def _read_request(connection, secret):
         raise NotCrewd("the request does not carry the server's secret")
     if set(header) != HEADER_FIELDS:
         raise ValueError(f"the request has the fields {sorted(header)}, not {sorted(HEADER_FIELDS)}")
-    env = header["env"]
-    if not isinstance(env, dict) or not all(isinstance(value, str) for value in env.values()):
-        raise ValueError('the request needs "env", an object of strings')
-    if not isinstance(header.get("cwd"), str) or not isinstance(header.get("stdin"), str):
-        raise ValueError('the request needs "cwd" and "stdin", strings')
-    return header, line, rest
+    return RunRequest.from_header(header), line, rest
 
 
-def exit_message(status):
+def exit_message(status: int) -> Final:
     if os.WIFSIGNALED(status):
-        return {"signal": os.WTERMSIG(status)}
-    return {"exit_code": os.WEXITSTATUS(status)}
+        return Signal(os.WTERMSIG(status))
+    return Exited(os.WEXITSTATUS(status))
 
 
-def send_final(connection, message):
-    """The server's last words on a connection, after everything the child wrote: NUL, then a JSON line."""
-    try:
-        connection.sendall(b"\0" + json.dumps(message).encode() + b"\n")
-    except OSError:
-        pass
+def send_final(connection: socket.socket, message: Final) -> None:
+    """The server's last words on a connection, after everything the child wrote: NUL, then a JSON line. A client
+    that has gone away misses them (it is gone: nothing is left to tell)."""
+    with contextlib.suppress(OSError):
+        connection.sendall(b"\0" + message.encode())
 
 
-def forward_signal(pid, line):
-    try:
-        signum = int(json.loads(line).get("signal"))
-    except (ValueError, TypeError, AttributeError):
-        return
-    if signum in SIGNALS_FROM_CLIENTS:
-        kill_group(pid, signum)
+def forward_signal(pid: int, line: bytes) -> None:
+    """A `{"signal": N}` line from crewd, for the run's process group; any other line, or another signal, is not
+    crewd's to send and is ignored."""
+    message = parse(line)
+    if isinstance(message, Signal) and message.signum in SIGNALS_FROM_CLIENTS:
+        kill_group(pid, message.signum)
 
 
-def kill_group(pid, signum):
-    try:
+def kill_group(pid: int, signum: int) -> None:
+    """The group is gone already (its run ended), or is no longer this user's: nothing is left to signal."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -8,11 +8,19 @@ pages while it waits (madvise MADV_POPULATE_WRITE), off the run's path. Where th
 5.14, or /proc hidden), nothing is learned and children fault as before.
 """
 
+from __future__ import annotations
+
 import array
 import bisect
 import ctypes
 import os
 import re
+from collections.abc import Callable, Iterator
+
+# (start, end) of a mapping; (address, length) of a run of pages.
+Regions = list[tuple[int, int]]
+Ranges = list[tuple[int, int]]
+Madvise = Callable[[int, int, int], int]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MADV_POPULATE_WRITE = 23
@@ -29,9 +37,9 @@ _HELD = 0x81
 _HELD_TABLE = bytes(0x31 if value & _HELD == _HELD else 0x30 for value in range(256))
 
 
-def writable_regions():
+def writable_regions() -> Regions:
     """The process's private writable mappings, as (start, end): what a child shares with the server until written."""
-    regions = []
+    regions: Regions = []
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
@@ -46,9 +54,9 @@ def writable_regions():
     return regions
 
 
-def held_ranges(regions):
+def held_ranges(regions: Regions) -> Ranges:
     """(address, length) of the pages in `regions` this process holds a copy of, merged and capped."""
-    ranges = []
+    ranges: Ranges = []
     try:
         with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
             for start, end in regions:
@@ -62,8 +70,8 @@ def held_ranges(regions):
     return _merged(ranges)[:MAX_RANGES]
 
 
-def _merged(ranges):
-    merged = []
+def _merged(ranges: Ranges) -> Ranges:
+    merged: Ranges = []
     for address, length in ranges:
         if merged and address - (merged[-1][0] + merged[-1][1]) <= MERGE_GAP_PAGES * PAGE:
             merged[-1] = (merged[-1][0], address + length - merged[-1][0])
@@ -72,21 +80,22 @@ def _merged(ranges):
     return merged
 
 
-def encode(ranges):
+def encode(ranges: Ranges) -> bytes:
     return array.array("Q", [value for pair in ranges for value in pair]).tobytes()
 
 
-def decode(data):
+def decode(data: bytes) -> Ranges:
     values = array.array("Q")
     values.frombytes(data[: len(data) // 16 * 16])
-    return list(zip(values[0::2], values[1::2]))
+    return list(zip(values[0::2], values[1::2], strict=True))
 
 
-def within(ranges, regions):
+def within(ranges: Ranges, regions: Regions) -> Ranges:
     """The reported ranges that lie inside the server's writable regions, up to MAX_RANGES and MAX_BYTES: a report
     comes from a run, whose crew could have written anything on its socket."""
     starts = [start for start, _ in regions]
-    kept, total = [], 0
+    kept: Ranges = []
+    total = 0
     for address, length in ranges[:MAX_RANGES]:
         index = bisect.bisect_right(starts, address) - 1
         if length <= 0 or index < 0 or address + length > regions[index][1] or total + length > MAX_BYTES:
@@ -96,7 +105,7 @@ def within(ranges, regions):
     return kept
 
 
-def populate(ranges, stop=lambda: False):
+def populate(ranges: Ranges, stop: Callable[[], bool] = lambda: False) -> None:
     """Copies the pages of `ranges` now, a chunk at a time until `stop()` says so; a range no longer mapped, or a
     kernel without the call, is skipped."""
     if not ranges:
@@ -111,13 +120,13 @@ def populate(ranges, stop=lambda: False):
             return
 
 
-def _chunks(ranges):
+def _chunks(ranges: Ranges) -> Iterator[tuple[int, int]]:
     for address, length in ranges:
         for offset in range(0, length, POPULATE_CHUNK):
             yield address + offset, min(POPULATE_CHUNK, length - offset)
 
 
-def _madvise():
+def _madvise() -> Madvise | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:

@@ -1,16 +1,20 @@
 """Turns whatever a crew returns (pydantic models, dataclasses, messages, sets, bytes) into plain JSON values."""
 
+from __future__ import annotations
+
 import base64
 import dataclasses
+import datetime
 import enum
 import math
-import datetime
 import uuid
+from typing import Any
 
 _MAX_DEPTH = 60
 
 
-def to_jsonable(value, _depth=0):
+def to_jsonable(value: object, _depth: int = 0) -> Any:
+    """`value` as None, bool, int, float, str, lists and string-keyed dicts of them."""
     if _depth > _MAX_DEPTH:
         return repr(value)
     if value is None or isinstance(value, (bool, int, str)):
@@ -24,7 +28,7 @@ def to_jsonable(value, _depth=0):
     return _convert_object(value, _depth)
 
 
-def _convert_object(value, depth):
+def _convert_object(value: object, depth: int) -> Any:
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value, depth + 1)
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
@@ -37,7 +41,7 @@ def _convert_object(value, depth):
     if callable(model_dump) and not isinstance(value, type):
         try:
             return to_jsonable(model_dump(mode="json"), depth + 1)
-        except Exception:  # a model that cannot dump as JSON still dumps as Python values
+        except Exception:  # noqa: BLE001 (any object's model_dump may raise anything: its Python values are tried next)
             return to_jsonable(model_dump(), depth + 1)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(

@@ -6,7 +6,12 @@ strictly: one whose msgpack names a type or function to call that is not among L
 documents, dates, ...) is refused before anything of it is decoded, and the run fails naming it.
 """
 
+from __future__ import annotations
+
 import base64
+from typing import Any, Protocol
+
+from . import internals
 
 FORMAT = "crewd.langgraph.v1"
 # LangGraph's msgpack extension codes that name something to call (langgraph.checkpoint.serde.jsonplus).
@@ -19,8 +24,16 @@ class CheckpointRefused(ValueError):
     """The thread's checkpoint names a type crewd does not construct."""
 
 
-def dump(saver, thread_id, include_subgraphs):
-    latest = {}
+class Serde(Protocol):
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]: ...
+    def loads_typed(self, data: tuple[str, bytes]) -> Any: ...
+
+
+Typed = dict[str, str]
+
+
+def dump(saver: Any, thread_id: str, include_subgraphs: bool) -> dict[str, Any] | None:
+    latest: dict[str, Any] = {}
     for item in saver.list({"configurable": {"thread_id": thread_id}}):
         namespace = item.config["configurable"].get("checkpoint_ns", "")
         if namespace and not include_subgraphs:
@@ -38,7 +51,7 @@ def dump(saver, thread_id, include_subgraphs):
     }
 
 
-def restore(saver, thread_id, value):
+def restore(saver: Any, thread_id: str, value: object) -> None:
     if not value:
         return
     if not isinstance(value, dict) or value.get("format") != FORMAT:
@@ -50,7 +63,7 @@ def restore(saver, thread_id, value):
         _restore_entry(saver, thread_id, entry)
 
 
-def _dump_tuple(serde, namespace, item):
+def _dump_tuple(serde: Serde, namespace: str, item: Any) -> dict[str, Any]:
     parent = item.parent_config["configurable"].get("checkpoint_id") if item.parent_config else None
     return {
         "ns": namespace,
@@ -64,7 +77,7 @@ def _dump_tuple(serde, namespace, item):
     }
 
 
-def _restore_entry(saver, thread_id, entry):
+def _restore_entry(saver: Any, thread_id: str, entry: dict[str, Any]) -> None:
     serde = saver.serde
     checkpoint = _untyped(serde, entry["checkpoint"])
     metadata = _untyped(serde, entry["metadata"])
@@ -72,23 +85,23 @@ def _restore_entry(saver, thread_id, entry):
         "configurable": {"thread_id": thread_id, "checkpoint_ns": entry["ns"], "checkpoint_id": entry["parent_id"]}
     }
     saved_config = saver.put(parent_config, checkpoint, metadata, checkpoint["channel_versions"])
-    writes_by_task = {}
+    writes_by_task: dict[str, list[tuple[str, Any]]] = {}
     for write in entry["writes"]:
         writes_by_task.setdefault(write["task_id"], []).append((write["channel"], _untyped(serde, write["value"])))
     for task_id, writes in writes_by_task.items():
         saver.put_writes(saved_config, writes, task_id)
 
 
-def _typed(serde, value):
+def _typed(serde: Serde, value: object) -> Typed:
     kind, data = serde.dumps_typed(value)
     return {"type": kind, "data": base64.b64encode(data).decode("ascii")}
 
 
-def _untyped(serde, typed):
+def _untyped(serde: Serde, typed: Typed) -> Any:
     return serde.loads_typed((typed["type"], base64.b64decode(typed["data"])))
 
 
-def _check(typed):
+def _check(typed: Typed) -> None:
     """Refuses a value that would construct something, before any value of the checkpoint is decoded."""
     kind = typed["type"]
     if kind == "msgpack":
@@ -97,31 +110,26 @@ def _check(typed):
         raise CheckpointRefused(f"The thread's checkpoint holds a value of type {kind!r}, which crewd does not decode")
 
 
-def _refuse_calls(data):
+def _refuse_calls(data: bytes) -> None:
     """Reads the msgpack through without constructing anything; raises CheckpointRefused at the first extension that
     names a type or method outside LangGraph's safe ones."""
     import ormsgpack
 
-    try:
-        from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
-    except ImportError:  # a LangGraph without that list: nothing is constructed
-        SAFE_MSGPACK_METHODS = SAFE_MSGPACK_TYPES = frozenset()
+    safe_types, safe_methods = internals.langgraph_safe_msgpack()
+    refused: list[str] = []  # ormsgpack reports a hook's exception as its own ValueError
 
-    refused = []  # ormsgpack reports a hook's exception as its own ValueError
-
-    def look(code, inner):
+    def look(code: int, inner: bytes) -> None:
         if code in CALLING_EXTENSIONS or code == METHOD_EXTENSION:
             named = ormsgpack.unpackb(inner, ext_hook=look, option=ormsgpack.OPT_NON_STR_KEYS)
             module, name = str(named[0]), str(named[1])
-            safe = (module, name) in SAFE_MSGPACK_TYPES
+            safe = (module, name) in safe_types
             if code == METHOD_EXTENSION:
-                safe = (module, name, str(named[3])) in SAFE_MSGPACK_METHODS
+                safe = (module, name, str(named[3])) in safe_methods
             if not safe:
                 refused.append(f"{module}.{name}")
                 raise CheckpointRefused(refused[0])
         elif code == NESTED_EXTENSION:
             ormsgpack.unpackb(inner, ext_hook=look, option=ormsgpack.OPT_NON_STR_KEYS)
-        return None
 
     try:
         ormsgpack.unpackb(data, ext_hook=look, option=ormsgpack.OPT_NON_STR_KEYS)

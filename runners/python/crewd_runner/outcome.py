@@ -1,8 +1,8 @@
 """The final protocol event of a run, written only after the crew's own output has been flushed."""
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Outcome(NamedTuple):
     event_type: str
-    data: dict
+    data: dict[str, Any]

@@ -1,21 +1,30 @@
 """Protocol lines on a private copy of the original standard output (docs/runner-protocol.md)."""
 
+from __future__ import annotations
+
 import json
 import os
 import threading
+from typing import Protocol
 
 from .jsonsafe import to_jsonable
+
+
+class EventSink(Protocol):
+    """Where a run's events go: the Emitter, or what stands in front of it."""
+
+    def emit(self, event_type: str, data: object) -> None: ...
 
 
 class Emitter:
     """Writes `{"type", "data"}` lines to a file descriptor that the crew's own code never sees."""
 
-    def __init__(self, fd):
+    def __init__(self, fd: int) -> None:
         self._file = os.fdopen(fd, "w", encoding="utf-8", closefd=True)
         self._lock = threading.Lock()
         self._closed = False
 
-    def emit(self, event_type, data):
+    def emit(self, event_type: str, data: object) -> None:
         line = json.dumps(
             {"type": event_type, "data": to_jsonable(data)},
             ensure_ascii=False,
@@ -27,10 +36,10 @@ class Emitter:
             self._file.write(line + "\n")
             self._file.flush()
 
-    def log(self, message, **fields):
+    def log(self, message: str, **fields: object) -> None:
         self.emit("log", {"message": message, **fields})
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             self._closed = True
             self._file.close()

@@ -8,12 +8,18 @@ constants (CrewAI's storage paths) are found once, before the server forks, and 
 home.
 """
 
+from __future__ import annotations
+
 import os
 import secrets
 import shutil
 import sys
 import tempfile
 from pathlib import PurePath
+from typing import Any
+
+# Where a module keeps a path: its namespace and the name in it.
+KeptPaths = list[tuple[dict[str, Any], str]]
 
 # Each variable and where it points inside a home's folder.
 HOME_VARIABLES = {
@@ -26,11 +32,11 @@ HOME_VARIABLES = {
 }
 
 
-def home_environment(folder):
+def home_environment(folder: str) -> dict[str, str]:
     return {name: os.path.join(folder, inside) for name, inside in HOME_VARIABLES.items()}
 
 
-def make_home(parent, name):
+def make_home(parent: str, name: str) -> str:
     """`parent/name` (0700) with the folders of HOME_VARIABLES made; the path."""
     folder = os.path.join(parent, name)
     os.mkdir(folder, 0o700)
@@ -43,7 +49,7 @@ class Homes:
     """The server's own home and, beside it, a folder holding one home per run. That folder can be passed but not
     listed (0711) and each run's home has an unguessable name, so a run finds no other run's home."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.root = tempfile.mkdtemp(prefix="crewd-server-")
         self.server = make_home(self.root, "server")
         self.runs = os.path.join(self.root, "runs")
@@ -52,34 +58,36 @@ class Homes:
         os.environ.update(home_environment(self.server))
         tempfile.tempdir = None
 
-    def for_run(self):
+    def for_run(self) -> str:
         """A new home for a run: what the server's imports left in its own home, copied, and an empty TMPDIR."""
         folder = os.path.join(self.runs, secrets.token_hex(16))
         shutil.copytree(self.server, folder, symlinks=True, ignore=lambda at, _: ["tmp"] if at == self.server else [])
         os.mkdir(os.path.join(folder, "tmp"), 0o700)
         return folder
 
-    def remove(self):
+    def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def remove_home(folder):
+def remove_home(folder: str | None) -> None:
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _under(value, prefix):
+def _under(value: object, prefix: str) -> bool:
+    # type() rather than isinstance(): a module's lazy proxy may answer `__class__` by importing what it stands for.
     kind = type(value)
     if kind is str:
-        return value.startswith(prefix) and (len(value) == len(prefix) or value[len(prefix)] == os.sep)
+        text = str(value)
+        return text.startswith(prefix) and (len(text) == len(prefix) or text[len(prefix)] == os.sep)
     return issubclass(kind, PurePath) and _under(str(value), prefix)
 
 
-def kept_paths(prefix):
+def kept_paths(prefix: str) -> KeptPaths:
     """Where the modules keep a path inside `prefix` (a constant computed at import, such as CrewAI's storage paths):
     (namespace, name) pairs. Objects made at import are not looked into: a crew built at import gets its storage
     again in each run (crewai_adapter)."""
-    found = []
+    found: KeptPaths = []
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if isinstance(namespace, dict):
@@ -87,9 +95,9 @@ def kept_paths(prefix):
     return found
 
 
-def move_kept_paths(found, old, new):
+def move_kept_paths(found: KeptPaths, old: str, new: str) -> None:
     """Points each path `kept_paths` found from the `old` home into the `new` one, keeping its type."""
     for namespace, name in found:
         value = namespace.get(name)
-        if _under(value, old):
+        if value is not None and _under(value, old):
             namespace[name] = type(value)(new + str(value)[len(old) :])

@@ -113,14 +113,14 @@ WARM_UP_CHECK = """
 import json
 from crewai.agents.agent_executor import AgentExecutor
 from crewai.events import crewai_event_bus
-from crewd_runner import crewai_adapter
+from crewd_runner import crewai_adapter, internals
 
 before = "_flow_definition" in AgentExecutor.__dict__
 crewai_adapter.warm_up()
 built = "_flow_definition" in AgentExecutor.__dict__
-started_by_server = crewai_event_bus._executor_initialized
+started_by_server = internals.bus_threads_started(crewai_event_bus)
 crewai_adapter.warm_up_child()
-print(json.dumps([before, built, started_by_server, crewai_event_bus._executor_initialized]))
+print(json.dumps([before, built, started_by_server, internals.bus_threads_started(crewai_event_bus)]))
 """
 
 

@@ -12,18 +12,18 @@ AFTER_REHEARSAL = """
 import json, os, tempfile, threading
 from crewai.events import crewai_event_bus
 from crewai.telemetry.telemetry import Telemetry
-from crewd_runner import crewai_rehearsal
+from crewd_runner import crewai_rehearsal, internals
 def stored():
     found = os.walk(os.environ["XDG_DATA_HOME"])
     return sorted(os.path.join(folder, name) for folder, _, names in found for name in names)
-environment, telemetry, stored_before = dict(os.environ), Telemetry._instance, stored()
+environment, telemetry, stored_before = dict(os.environ), internals.telemetry_instance(Telemetry), stored()
 done = crewai_rehearsal.rehearse()
 print(json.dumps({
     "rehearsed": done,
     "threads": threading.active_count(),
-    "bus_started": crewai_event_bus._executor_initialized,
+    "bus_started": internals.bus_threads_started(crewai_event_bus),
     "environment_kept": dict(os.environ) == environment,
-    "telemetry_kept": Telemetry._instance is telemetry,
+    "telemetry_kept": internals.telemetry_instance(Telemetry) is telemetry,
     "left_in_tmp": os.listdir(tempfile.gettempdir()),
     "stored_kept": stored() == stored_before,
 }))
@@ -55,8 +55,8 @@ def test_the_rehearsal_leaves_no_thread_output_file_or_setting_behind(tmp_path):
 
 
 THREADS_KEPT = """
-from crewd_runner import crewai_rehearsal
-crewai_rehearsal._stop_bus_threads = lambda bus: None
+from crewd_runner import crewai_rehearsal, internals
+internals.stop_bus_threads = lambda bus: None
 try:
     crewai_rehearsal.rehearse()
 except crewai_rehearsal.ThreadsLeft as error:
