@@ -226,6 +226,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     signals,
     prepareVersion: builds.prepareVersion,
     usage: telemetry.usageWriter,
+    tracer: telemetry.tracer,
     // The servers' children are runs: they stop after them.
     afterRunsStopped: () => forkServers.stop(),
   });
@@ -238,6 +239,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     threadGate: takeThreadForRun,
     cache: caches.runs,
     secrets,
+    traceIds: telemetry.traceIds,
   });
   const threads = createThreadService({ db, runs, endRecorder, caches });
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
@@ -311,6 +313,7 @@ export async function composeServices({ config, database, logger, ...options }: 
       await cronScheduler.stop();
       await builds.stop();
       await executor.stop();
+      await telemetry.stop();
       streams.stop();
       await remote?.stop();
       await deliveryWorker.stop();

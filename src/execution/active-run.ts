@@ -1,5 +1,6 @@
 import type { OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { LaunchSpec, RunIdentity } from '../run-record/types.js';
+import type { RunTrace } from '../telemetry/tracer-types.js';
 import { UsageTally } from '../telemetry/usage.js';
 import type { RunEventLog } from './event-log.js';
 import { limitHit, outputLimitError, type RunLimits } from './limits.js';
@@ -36,6 +37,8 @@ export class ActiveRun {
   private readonly timers: NodeJS.Timeout[] = [];
   /** The run's LLM calls summed by model (`llm.call` events), counted even past the event limit. */
   readonly usage = new UsageTally();
+  /** The run's trace when tracing is on: its events become spans at its end. */
+  trace: RunTrace | null = null;
 
   constructor(
     readonly spec: LaunchSpec,

@@ -6,6 +6,7 @@ import type { EndRecorder, OwnEnd, RunOutcome } from '../run-record/end-recorder
 import type { RunObserver } from '../run-record/observer.js';
 import { findEndedAmong } from '../run-record/repository.js';
 import type { LaunchSpec, RunStatus } from '../run-record/types.js';
+import type { RunTracer } from '../telemetry/tracer-types.js';
 import type { UsageWriter } from '../telemetry/usage-writer.js';
 import { ActiveRun } from './active-run.js';
 import { RunEventLog } from './event-log.js';
@@ -74,6 +75,8 @@ export interface ActiveRunsOptions {
   prepareVersion?: VersionPreparer | undefined;
   /** Stores runs' LLM usage as calls arrive and hands the final sum to their end (src/telemetry). */
   usage?: UsageWriter | undefined;
+  /** Set when tracing is configured: each run's trace, exported at its end (src/telemetry). */
+  tracer?: RunTracer | undefined;
 }
 
 /**
@@ -103,7 +106,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   async function record(run: ActiveRun, outcome: RunOutcome): Promise<OwnEnd> {
     const { unstored, nextSeq } = await run.log.close();
     const usage = options.usage?.final(run.id, run.usage);
-    return endRecorder.recordOwnEnd({
+    const recorded = await endRecorder.recordOwnEnd({
       runId: run.id,
       from: ['running'],
       outcome: usage ? { ...outcome, usage } : outcome,
@@ -111,6 +114,8 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       unstored,
       identity: run.identity,
     });
+    run.trace?.end({ status: outcome.status, error: outcome.error, usage: usage ?? null });
+    return recorded;
   }
 
   /** The version's launch plan applied to the spec, and the run's folder made. */
@@ -170,6 +175,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       {
         killGraceMs: options.killGraceMs,
         onMessage: (message) => {
+          if (message.kind === 'event' && !run.ending) run.trace?.event(message.type, message.data);
           run.onMessage(message);
           if (message.kind === 'event' && message.llmCall && !run.ending) options.usage?.called(run.id, run.usage);
         },
@@ -193,6 +199,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     const limits = options.runLimits ?? DEFAULT_RUN_LIMITS;
     const log = new RunEventLog(spec.run.id, 0, db, bus, logger, limits.events);
     const run = new ActiveRun(spec, log, options.killGraceMs, limits);
+    run.trace = options.tracer?.start(spec) ?? null;
     running.add(run);
     bus.live(run.id, { orgId: run.orgId, backlog: () => log.backlog() });
     let gone = () => {};

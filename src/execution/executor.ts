@@ -7,6 +7,7 @@ import type { LocalEventBus } from '../events/bus.js';
 import type { EndRecorder } from '../run-record/end-recorder.js';
 import type { RunObserver } from '../run-record/observer.js';
 import type { Signals } from '../signals/hub.js';
+import type { RunTracer } from '../telemetry/tracer-types.js';
 import type { UsageWriter } from '../telemetry/usage-writer.js';
 import { createActiveRuns, type VersionPreparer } from './active-runs.js';
 import { createHousekeeping } from './housekeeping.js';
@@ -48,6 +49,8 @@ export interface ExecutorOptions {
   prepareVersion?: VersionPreparer | undefined;
   /** Stores runs' LLM usage (src/telemetry). */
   usage?: UsageWriter | undefined;
+  /** Each run's trace, when tracing is configured (src/telemetry). */
+  tracer?: RunTracer | undefined;
   /** At shutdown, once no run is left and before the launcher stops (the Python fork servers stop here). */
   afterRunsStopped?: (() => Promise<void>) | undefined;
 }

@@ -135,9 +135,9 @@ export function createRunQueue(options: {
       const version = await repo.findVersionForRun(db, row.version_id);
       // Null: the version vanished with its deployment; so did the run, by cascade. Try the next one.
       if (!version) continue;
-      const { id, org_id, deployment_id, version_id, thread_id } = row;
+      const { id, org_id, deployment_id, version_id, thread_id, trace_id, trace_parent_id } = row;
       return {
-        run: { id, org_id, deployment_id, version_id, thread_id },
+        run: { id, org_id, deployment_id, version_id, thread_id, trace_id, trace_parent_id },
         input: row.input,
         version: options.openEnv ? { ...version, env: options.openEnv(version) } : version,
         thread: thread_id ? { thread_id, ...(await options.loadThreadState(thread_id)) } : null,

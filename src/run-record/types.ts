@@ -94,7 +94,16 @@ export type ThreadGate = (
 
 /** What a runner is started with. */
 export interface LaunchSpec {
-  run: { id: string; org_id: string; deployment_id: string; version_id: string; thread_id: string | null };
+  run: {
+    id: string;
+    org_id: string;
+    deployment_id: string;
+    version_id: string;
+    thread_id: string | null;
+    /** Its OpenTelemetry trace (when tracing is on) and the caller's span over it (src/telemetry). */
+    trace_id?: string | null;
+    trace_parent_id?: string | null;
+  };
   input: Record<string, unknown>;
   version: {
     command: string[];
@@ -122,6 +131,8 @@ export interface CreateRunParams {
   threadId?: string | null;
   /** The cron starting the run and the due time it starts it for; a second run for the same due time is refused. */
   cron?: { id: string; dueAt: Date } | null;
+  /** The caller's W3C `traceparent` header: with tracing on, the run's span is its child. */
+  traceparent?: string | null | undefined;
   /** Resumes the interrupted thread (thread runs only). */
   command?: RunCommand | null;
   /** What to do when the thread is busy; default `reject`. */

@@ -51,6 +51,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ runs: RunService; streams: RunSt
         input,
         threadId: thread_id ?? null,
         idempotencyKey: request.headers['idempotency-key'] ?? null,
+        traceparent: request.headers.traceparent ?? null,
         idempotencyScope: 'runs',
       });
       return reply.status(202).send(created);

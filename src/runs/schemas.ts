@@ -63,6 +63,10 @@ export const idempotencyHeaders = z.object({
     .max(255, 'must be at most 255 characters')
     .optional()
     .describe('the same key with the same body within 24 hours answers the first response and starts nothing'),
+  traceparent: z
+    .string()
+    .optional()
+    .describe('W3C trace context: with tracing on, the run’s span is a child of this span'),
 });
 
 export const runParams = z.object({ id: z.string() });

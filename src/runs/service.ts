@@ -23,6 +23,7 @@ import {
   type ThreadTurn,
 } from '../run-record/types.js';
 import type { Signals } from '../signals/hub.js';
+import type { RunTraceIds } from '../telemetry/trace-context.js';
 import type { RunField } from './schemas.js';
 
 export { runNotFound };
@@ -75,6 +76,8 @@ export interface RunServiceDeps {
   cache: MemoCache<string>;
   /** Opens a version's env sealed with SECRETS_KEY. */
   secrets?: Pick<StoredSecrets, 'openEnv'> | undefined;
+  /** With tracing on: a new run's trace, under the caller's `traceparent` when given (src/telemetry). */
+  traceIds?: ((traceparent: string | null | undefined) => RunTraceIds) | undefined;
 }
 
 export function createRunService({
@@ -86,7 +89,10 @@ export function createRunService({
   threadGate,
   cache,
   secrets,
+  traceIds,
 }: RunServiceDeps) {
+  const traceOf = (params: CreateRunParams): RunTraceIds | null => traceIds?.(params.traceparent) ?? null;
+
   async function get(orgId: string, id: string) {
     const row = await repo.findRun(db, orgId, id);
     if (!row) throw runNotFound();
@@ -101,6 +107,7 @@ export function createRunService({
     runId: string,
     version: Version,
     threadState: ThreadState | null,
+    trace: RunTraceIds | null,
   ): LaunchSpec {
     const threadId = params.threadId ?? null;
     return {
@@ -110,6 +117,7 @@ export function createRunService({
         deployment_id: params.deploymentId,
         version_id: version.id,
         thread_id: threadId,
+        ...trace,
       },
       input: params.input,
       version: {
@@ -169,6 +177,7 @@ export function createRunService({
    */
   async function createPlain(params: CreateRunParams): Promise<CreatedRun | null> {
     const runId = params.runId ?? newId('run');
+    const trace = traceOf(params);
     const admitted = await executor.admit<CreatedRun | null>({ id: runId, orgId: params.orgId }, async (seat) => {
       const { status, instanceId } = seat(true);
       const now = new Date();
@@ -185,10 +194,11 @@ export function createRunService({
         instance_id: instanceId,
         created_at: now,
         started_at: status === 'running' ? now : null,
+        ...trace,
       });
       if (!version) return { answer: null };
       const created = { run_id: runId, version_id: version.id, version_number: version.number, status };
-      return { created, spec: () => launchSpec(params, runId, version, null) };
+      return { created, spec: () => launchSpec(params, runId, version, null, trace) };
     });
     if ('answer' in admitted) return admitted.answer;
     return admitted.created && { ...admitted.created, status: admitted.status };
@@ -243,6 +253,7 @@ export function createRunService({
       }
 
       const version = await deployments.resolveRunningVersion(params.orgId, params.deploymentId, params.environment);
+      const trace = traceOf(params);
       const runId = params.runId ?? newId('run');
       const response: CreatedRun = {
         run_id: runId,
@@ -287,9 +298,14 @@ export function createRunService({
             instance_id: instanceId,
             created_at: now,
             started_at: status === 'running' ? now : null,
+            ...trace,
           });
           if (ref && status === 'pending') await idempotency.updateResponse(trx, ref, { ...response });
-          return { created: response, committed, spec: () => launchSpec(params, runId, version, turn?.state ?? null) };
+          return {
+            created: response,
+            committed,
+            spec: () => launchSpec(params, runId, version, turn?.state ?? null, trace),
+          };
         }),
       );
       if ('answer' in admitted) return admitted.answer;

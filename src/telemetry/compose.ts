@@ -4,11 +4,12 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/types.js';
 import { createUsageService } from '../usage/service.js';
 import { loadPriceFile, priceTable } from './prices.js';
+import { runTraceIds } from './trace-context.js';
 import { createUsageWriter } from './usage-writer.js';
 
 /**
  * What a run cost and where its time went: the price table (built-in, then MODEL_PRICES_FILE),
- * the writer of runs' usage, and the usage summaries.
+ * the writer of runs' usage, the usage summaries, and runs' traces when OTLP is configured.
  */
 export async function composeTelemetry(options: {
   config: Pick<Config, 'modelPricesFile' | 'tracing'>;
@@ -17,9 +18,17 @@ export async function composeTelemetry(options: {
 }) {
   const { config, db, logger } = options;
   const prices = priceTable(config.modelPricesFile ? await loadPriceFile(config.modelPricesFile) : {});
+  // Turned off, tracing costs nothing: the OpenTelemetry SDK is not even loaded.
+  const tracer = config.tracing ? (await import('./run-tracer.js')).createRunTracer(config.tracing) : undefined;
   return {
     prices,
     usageWriter: createUsageWriter({ db, prices, logger }),
     usage: createUsageService(db),
+    tracer,
+    /** A new run's trace ids; undefined with tracing off (its `trace_id` stays null). */
+    traceIds: tracer ? runTraceIds : undefined,
+    async stop(): Promise<void> {
+      await tracer?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'sending the last traces failed'));
+    },
   };
 }

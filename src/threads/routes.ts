@@ -147,6 +147,7 @@ export const threadRoutes: FastifyPluginAsyncZod<{ threads: ThreadService }> = a
         request.params.id,
         body,
         request.headers['idempotency-key'] ?? null,
+        request.headers.traceparent ?? null,
       );
       return reply.status(202).send(created);
     },

@@ -147,6 +147,7 @@ export function createThreadService({
         multitask_strategy?: MultitaskStrategy | undefined;
       },
       idempotencyKey: string | null,
+      traceparent: string | null = null,
     ) {
       const thread = await get(orgId, id);
       if (thread.deployment_id === null) {
@@ -164,6 +165,7 @@ export function createThreadService({
         multitaskStrategy: body.multitask_strategy ?? 'reject',
         idempotencyKey,
         idempotencyScope: `thread:${id}`,
+        traceparent,
       });
       return {
         run_id: created.run_id,
