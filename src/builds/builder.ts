@@ -34,6 +34,8 @@ export interface BuiltVersion {
   binDir: string | null;
   /** Absolute folders for PYTHONPATH. */
   importPaths: string[];
+  /** What the first build's import check found of the entry point's schemas (stored with the version, not in built.json). */
+  toolSchemas?: Record<string, unknown> | null;
 }
 
 /**
@@ -136,12 +138,13 @@ export async function buildVersionFiles(
       binDir: environment.binDir,
       importPaths: project.importPaths.map((folder) => path.resolve(paths.project, folder)),
     };
+    let toolSchemas: Record<string, unknown> | null = null;
     if (check) {
       const env = builtVersionEnv(built, check.values, project.env, check.runnerPath);
-      await checkEntrypoint(project, { ...built, env }, paths.home, tools);
+      toolSchemas = await checkEntrypoint(project, { ...built, env }, paths.home, tools);
     }
     await writeFile(paths.built, JSON.stringify(built));
-    return built;
+    return { ...built, toolSchemas };
   } catch (error) {
     await rm(paths.home, { recursive: true, force: true });
     if (error instanceof BuildFailure) throw error;

@@ -30,6 +30,8 @@ const TELEMETRY_OFF: Record<string, string> = {
 };
 
 const STEP = 'checking the entrypoint';
+/** The report's line with what the check found of the entry point's input and output (crewd_runner/tool_schemas.py). */
+const SCHEMAS_MARKER = 'crewd-tool-schemas: ';
 /** The most lines of the check's report that `build_error` carries (the runner caps its traceback already). */
 const MAX_ERROR_LINES = 80;
 
@@ -58,19 +60,20 @@ function runnerEntry(project: Project): [string, string] | null {
  * The import check (docs/python-crews.md): the version's crew, flow or graph is imported by the crewd
  * runner as a run would import it (its PATH, variables, env and import path; in the sandbox, seeing the
  * built files read-only), with a home of its own, and must be what its kind says. A failure is a
- * BuildFailure whose message carries the runner's report: why, and the traceback.
+ * BuildFailure whose message carries the runner's report: why, and the traceback. Answers what the check found of
+ * the entry point's input and output schemas and description (docs/mcp.md), or null.
  */
 export async function checkEntrypoint(
   project: Project,
   built: CheckedVersion,
   buildFolder: string,
   tools: Omit<StepTools, 'writable'>,
-): Promise<void> {
+): Promise<Record<string, unknown> | null> {
   const entry = runnerEntry(project);
-  if (!entry || !project.python) return;
+  if (!entry || !project.python) return null;
   if (!PYTHON_RUNNER_PRESENT) {
     tools.log(`the entrypoint is not checked: the crewd Python runner is not at ${PYTHON_RUNNER_DIR}`, 'stderr');
-    return;
+    return null;
   }
   const [kind, target] = entry;
   const home = path.join(buildFolder, 'check-home');
@@ -80,7 +83,12 @@ export async function checkEntrypoint(
   const report: string[] = [];
   const command = ['python', '-m', 'crewd_runner', '--check', `--${kind}`, target];
   const commandLine = `$ ${command.join(' ')}`;
+  let schemas: Record<string, unknown> | null = null;
   const log: StepTools['log'] = (message, stream) => {
+    if (stream === 'stdout' && message.startsWith(SCHEMAS_MARKER)) {
+      schemas = parseSchemas(message.slice(SCHEMAS_MARKER.length));
+      return;
+    }
     if (stream === 'stdout' && message !== commandLine) report.push(message);
     tools.log(message, stream);
   };
@@ -96,4 +104,15 @@ export async function checkEntrypoint(
     await rm(home, { recursive: true, force: true });
   }
   tools.log(`entrypoint checked in ${((performance.now() - started) / 1000).toFixed(2)} s`, 'stdout');
+  return schemas;
+}
+
+/** The schemas line's JSON object, or null for anything else (a project cannot make the build fail with it). */
+function parseSchemas(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }

@@ -64,12 +64,16 @@ export function claimBuild(db: Db, versionId: string, instanceId: string, previo
   return query.returning(['id']).executeTakeFirst();
 }
 
-/** Ends a build; undefined when the version was deleted (or ended) meanwhile. Answers the promotion it waited for. */
+/**
+ * Ends a build, with what its import check found of the version's tool schemas; undefined when the version was
+ * deleted (or ended) meanwhile. Answers the promotion it waited for.
+ */
 export async function finishBuild(
   db: Transaction<Database>,
   versionId: string,
   status: Exclude<VersionStatus, 'building'>,
   error: string | null,
+  toolSchemas: Record<string, unknown> | null = null,
 ) {
   const row = await db
     .selectFrom('deployment_versions')
@@ -81,7 +85,12 @@ export async function finishBuild(
   if (!row) return undefined;
   await db
     .updateTable('deployment_versions')
-    .set({ status, build_error: error, promote_to: null })
+    .set({
+      status,
+      build_error: error,
+      promote_to: null,
+      tool_schemas: toolSchemas === null ? null : JSON.stringify(toolSchemas),
+    })
     .where('id', '=', versionId)
     .execute();
   return row;

@@ -140,17 +140,19 @@ export function createBuildService(options: BuildServiceOptions) {
     const log = new RunEventLog(versionId, await repo.lastEventSeq(db, versionId), db, bus, logger);
     active.set(versionId, { orgId: version.org_id, log });
     let end: BuildEnd;
+    let toolSchemas: Record<string, unknown> | null = null;
     try {
       if (!bundle) throw new BuildFailure('reading the bundle', 'reading the bundle failed: it is no longer stored');
       // The import check sees what a run would: the deployment's variables among it.
       const values = variables.open(version.deployment_id, await repo.findVariables(db, version.deployment_id));
-      await buildVersionFiles(
+      const built = await buildVersionFiles(
         dirs,
         versionId,
         { data: bundle.data, orgId: version.org_id },
         tools((message, stream) => log.appendFromRunner('build.log', { message, stream })),
         { values, runnerPath },
       );
+      toolSchemas = built.toolSchemas ?? null;
       end = { status: 'ready', error: null };
     } catch (error) {
       const message = error instanceof BuildFailure ? error.message : `building failed: ${(error as Error).message}`;
@@ -165,7 +167,7 @@ export function createBuildService(options: BuildServiceOptions) {
       return;
     }
     const finished = await db.transaction().execute(async (trx) => {
-      const row = await repo.finishBuild(trx, versionId, end.status, end.error);
+      const row = await repo.finishBuild(trx, versionId, end.status, end.error, toolSchemas);
       if (row?.promote_to && end.status === 'ready') {
         await deploymentsRepo.setRunningVersion(trx, row.deployment_id, row.promote_to, versionId);
       }

@@ -70,7 +70,8 @@ describe('/mcp: keys, organizations, Origin and the transport', () => {
   it('answers JSON, or SSE for tools/call when Accept lists text/event-stream', async () => {
     const list = await post(listTools);
     expect(list.headers.get('content-type')).toContain('application/json');
-    expect((await list.json()).result.tools).toHaveLength(1);
+    const listed = (await list.json()) as { result: { tools: unknown[] } };
+    expect(listed.result.tools).toHaveLength(1);
 
     const streamed = await post(callEcho);
     expect(streamed.headers.get('content-type')).toContain('text/event-stream');
@@ -78,7 +79,8 @@ describe('/mcp: keys, organizations, Origin and the transport', () => {
 
     const json = await post(callEcho, { accept: 'application/json' });
     expect(json.headers.get('content-type')).toContain('application/json');
-    expect((await json.json()).result.structuredContent).toEqual({ echo: {} });
+    const answered = (await json.json()) as { result: { structuredContent: unknown } };
+    expect(answered.result.structuredContent).toEqual({ echo: {} });
   });
 
   it('answers a notification with 202, GET with 405, and an unknown MCP-Protocol-Version with 400', async () => {

@@ -1,0 +1,77 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestContext } from '../helpers/app.js';
+import { deployGraphBundle, explainWithoutPython, testPython, testVenvSettings } from '../python/helpers.js';
+import { createRunContext } from '../runs/helpers.js';
+import { mcpClient } from './helpers.js';
+
+/** A graph that asks before it answers: its state is its input and output, its one node stops at an interrupt. */
+const GRAPH = `
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+
+class State(TypedDict, total=False):
+    question: str
+    answer: str
+
+
+def ask(state: State):
+    approved = interrupt({"question": f"Answer {state['question']}?"})
+    return {"answer": f"{state['question']}: {approved}"}
+
+
+builder = StateGraph(State)
+builder.add_node("ask", ask)
+builder.add_edge(START, "ask")
+builder.add_edge("ask", END)
+graph = builder.compile()
+`;
+
+explainWithoutPython('a LangGraph graph as an MCP tool');
+
+describe.runIf(testPython() !== null)('a LangGraph graph as an MCP tool', () => {
+  let ctx: TestContext;
+  let client: Client;
+
+  beforeAll(async () => {
+    ctx = await createRunContext(testVenvSettings());
+    await deployGraphBundle(ctx, 'asking graph', GRAPH);
+    client = await mcpClient(ctx);
+  }, 180_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await ctx?.close();
+  });
+
+  it('has the input and output schemas its build recorded', async () => {
+    const [tool] = (await client.listTools()).tools;
+    expect(tool?.name).toBe('asking_graph');
+    expect(tool?.inputSchema.properties).toMatchObject({
+      question: { type: 'string' },
+      answer: { type: 'string' },
+      thread_id: { type: 'string' },
+    });
+    expect(tool?.outputSchema).toMatchObject({
+      type: 'object',
+      anyOf: [{ properties: { answer: { type: 'string' } } }, {}],
+    });
+  });
+
+  it('stops at the interrupt in a thread of its own, and a call with resume answers the graph’s output', {
+    timeout: 120_000,
+  }, async () => {
+    const asked = await client.callTool({ name: 'asking_graph', arguments: { question: 'two words' } });
+    expect(asked.isError, JSON.stringify(asked.content)).toBeFalsy();
+    const { thread_id: threadId, interrupts } = asked.structuredContent as { thread_id: string; interrupts: unknown[] };
+    expect(interrupts).toHaveLength(1);
+    expect((asked.content as Array<{ text: string }>)[0]?.text).toContain('Answer two words?');
+
+    const resumed = await client.callTool({ name: 'asking_graph', arguments: { thread_id: threadId, resume: 'yes' } });
+    expect(resumed.isError, JSON.stringify(resumed.content)).toBeFalsy();
+    expect(resumed.structuredContent).toEqual({ question: 'two words', answer: 'two words: yes' });
+  });
+});
