@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -45,9 +44,12 @@ describe.runIf(usingPostgres())('crons through a PostgreSQL outage', () => {
     const cronId = (await created.json()).id as string;
     await until(async () => (await dueTimes(cronId)).length >= 2);
 
+    const failures = () => instance.server.output().split('crons: a look failed; trying again').length - 1;
     proxy.cut();
     const cutAt = Date.now();
-    await sleep(3000);
+    // The outage lasts until the scheduler has seen it and two of the cron's due times (whole seconds) have come in it.
+    const secondDueInOutage = (Math.floor(cutAt / 1000) + 2) * 1000;
+    await until(async () => failures() === 1 && Date.now() > secondDueInOutage, 15_000);
     proxy.restore();
     const restoredAt = Date.now();
     await until(async () => (await dueTimes(cronId)).some((due) => due > restoredAt + 1000));
@@ -57,5 +59,8 @@ describe.runIf(usingPostgres())('crons through a PostgreSQL outage', () => {
     // Every second from the first to the last, the ones of the outage included, each with one run.
     expect(dues).toEqual(dues.map((_, index) => (dues[0] as number) + index * 1000));
     expect(dues.filter((due) => due > cutAt && due < restoredAt).length).toBeGreaterThanOrEqual(2);
+    // The outage is one line in the log, not one per look, and so is the end of it.
+    expect(failures()).toBe(1);
+    expect(instance.server.output().split('crons: working again').length - 1).toBe(1);
   });
 });
