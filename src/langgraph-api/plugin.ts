@@ -7,6 +7,7 @@ import { assistantRoutes } from './assistants-routes.js';
 import { installDetailErrors } from './errors.js';
 import { infoRoutes } from './info.js';
 import { runRoutes } from './runs.js';
+import { storeRoutes } from './store-routes.js';
 import { threadRoutes } from './threads-routes.js';
 
 /** What every route file of the LangGraph API gets: the same services as /v1 (CONTRACTS §14). */
@@ -27,7 +28,7 @@ export type LangGraphRoutes = FastifyPluginAsync<LangGraphDeps>;
  * The route files of the API, registered in this order under the prefix. A new file (runs,
  * streams…) adds one entry here.
  */
-export const routes: LangGraphRoutes[] = [infoRoutes, assistantRoutes, threadRoutes, runRoutes];
+export const routes: LangGraphRoutes[] = [infoRoutes, assistantRoutes, threadRoutes, storeRoutes, runRoutes];
 
 /** Paths under the prefix that answer without a key, as the official server's do. */
 export const PUBLIC_PATHS = ['/ok', '/info'];

@@ -1,0 +1,175 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { principalOf } from '../auth/plugin.js';
+import { toIso } from '../http/pagination.js';
+import { unprocessable } from './errors.js';
+import type { LangGraphDeps } from './plugin.js';
+import { errors, jsonObject, limitField, offsetField, optionalObject } from './schemas.js';
+import * as repo from './store-repo.js';
+
+const tags = ['langgraph'];
+
+/** A namespace label: LangGraph's rules (not empty, no "."), so that labels joined by "." come apart again. */
+const label = z
+  .string()
+  .min(1, 'a namespace label must not be empty')
+  .refine((value) => !value.includes('.'), 'a namespace label must not contain "."');
+const namespaceSchema = z.array(label);
+
+const itemSchema = z
+  .object({
+    namespace: z.array(z.string()),
+    key: z.string(),
+    value: jsonObject,
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'LangGraphStoreItem' });
+
+const toItem = (row: Awaited<ReturnType<typeof repo.getItem>> & object) => ({
+  namespace: row.namespace.split('.'),
+  key: row.key,
+  value: row.value,
+  created_at: toIso(row.created_at),
+  updated_at: toIso(row.updated_at),
+});
+
+const itemRef = z.object({ namespace: namespaceSchema.min(1, 'namespace must have a label'), key: z.string().min(1) });
+
+/** The store (CONTRACTS §14 "Store"): items per organization in the database. */
+export const storeRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { db }) => {
+  const org = (request: Parameters<typeof principalOf>[0]) => principalOf(request).orgId;
+
+  app.put(
+    '/store/items',
+    {
+      schema: {
+        tags,
+        operationId: 'langgraphPutItem',
+        summary: 'Store an item (replaces the item of that namespace and key)',
+        body: itemRef.extend({
+          value: jsonObject,
+          index: z.union([z.literal(false), z.array(z.string())]).nullish(),
+          ttl: z.number().nullish(),
+        }),
+        response: { 204: z.null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { namespace, key, value, index } = request.body;
+      if (Array.isArray(index)) throw noIndex('index');
+      await repo.putItem(db, org(request), namespace.join('.'), key, value);
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.get(
+    '/store/items',
+    {
+      schema: {
+        tags,
+        operationId: 'langgraphGetItem',
+        summary: 'One item, or null',
+        querystring: z.object({
+          namespace: z.string().optional(),
+          key: z.string().min(1),
+          refresh_ttl: z.string().optional(),
+        }),
+        response: { 200: itemSchema.nullable(), ...errors },
+      },
+    },
+    async (request) => {
+      const namespace = request.query.namespace ?? '';
+      const row = await repo.getItem(db, org(request), namespace, request.query.key);
+      return row ? toItem(row) : null;
+    },
+  );
+
+  app.delete(
+    '/store/items',
+    {
+      schema: {
+        tags,
+        operationId: 'langgraphDeleteItem',
+        summary: 'Delete an item',
+        body: itemRef,
+        response: { 204: z.null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      await repo.deleteItem(db, org(request), request.body.namespace.join('.'), request.body.key);
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.post(
+    '/store/items/search',
+    {
+      schema: {
+        tags,
+        operationId: 'langgraphSearchItems',
+        summary: 'Items under a namespace prefix whose value matches a filter',
+        body: z.object({
+          namespace_prefix: namespaceSchema.nullish().transform((v) => v ?? []),
+          filter: optionalObject,
+          limit: limitField(10),
+          offset: offsetField,
+          query: z.string().nullish(),
+          refresh_ttl: z.boolean().nullish(),
+        }),
+        response: {
+          200: z.object({ items: z.array(itemSchema.extend({ score: z.number().nullable() })) }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const { namespace_prefix, filter, limit, offset, query } = request.body;
+      if (query) throw noIndex('query');
+      const rows = await repo.searchItems(db, org(request), namespace_prefix.join('.'), filter, { limit, offset });
+      return { items: rows.map((row) => ({ ...toItem(row), score: null })) };
+    },
+  );
+
+  app.post(
+    '/store/namespaces',
+    {
+      schema: {
+        tags,
+        operationId: 'langgraphListNamespaces',
+        summary: 'The namespaces items are stored under',
+        body: z.object({
+          prefix: namespaceSchema.nullish(),
+          suffix: namespaceSchema.nullish(),
+          max_depth: z.number().int().min(1).nullish(),
+          limit: limitField(100),
+          offset: offsetField,
+        }),
+        response: { 200: z.object({ namespaces: z.array(z.array(z.string())) }), ...errors },
+      },
+    },
+    async (request) => {
+      const { prefix, suffix, max_depth, limit, offset } = request.body;
+      const seen = new Set<string>();
+      const found: string[][] = [];
+      for (const joined of await repo.namespaces(db, org(request))) {
+        const labels = joined.split('.');
+        if (prefix?.some((part, i) => labels[i] !== part)) continue;
+        if (suffix?.some((part, i) => labels[labels.length - suffix.length + i] !== part)) continue;
+        const cut = max_depth ? labels.slice(0, max_depth) : labels;
+        const key = cut.join('.');
+        if (seen.has(key)) continue;
+        seen.add(key);
+        found.push(cut);
+      }
+      return { namespaces: found.slice(offset, offset + limit) };
+    },
+  );
+};
+
+/** crewd's store has no embedding index: semantic search is refused by name (CONTRACTS §14). */
+function noIndex(field: string) {
+  return unprocessable(
+    `${field}: semantic search needs an embedding index, and crewd's store has none; search with namespace_prefix and filter instead`,
+  );
+}

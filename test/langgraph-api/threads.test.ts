@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_KEY } from '../helpers/app.js';
+import { explainWithoutPython, testPython } from '../python/helpers.js';
+import { type RunContext, waitForRun } from '../runs/helpers.js';
+import { runSdkScript, startWithAgent } from './helpers.js';
+
+explainWithoutPython('LangGraph API threads through langgraph-sdk');
+
+describe.runIf(testPython() !== null)('LangGraph API threads through langgraph-sdk', () => {
+  let ctx: RunContext;
+  let deploymentId: string;
+  let url: string;
+
+  beforeAll(async () => {
+    ({ ctx, deploymentId, url } = await startWithAgent());
+  }, 60_000);
+  afterAll(async () => ctx?.close());
+
+  /** A thread of the agent stopped at its approval interrupt, through /v1. */
+  async function interruptedThread(): Promise<string> {
+    const thread = await ctx.call('POST', '/v1/threads', { body: { deployment_id: deploymentId } });
+    const threadId = thread.json().thread_id as string;
+    const run = await ctx.call('POST', `/v1/threads/${threadId}/runs`, { body: { input: { question: 'Two words?' } } });
+    expect(run.statusCode, run.body).toBe(202);
+    const ended = await waitForRun(ctx, run.json().run_id, undefined, 60_000);
+    expect(ended.status, ended.error_message).toBe('succeeded');
+    return threadId;
+  }
+
+  it('creates, finds, copies and deletes threads and reads their state with both clients', {
+    timeout: 120_000,
+  }, async () => {
+    const interrupted = await interruptedThread();
+    const result = await runSdkScript('threads.py', { url, key: ADMIN_KEY, INTERRUPTED_THREAD: interrupted });
+    // The same thread, by its UUID, through /v1: no deployment until its first run binds one.
+    const v1 = await ctx.call('GET', `/v1/threads/${result.chosen}`);
+    expect(v1.statusCode, v1.body).toBe(200);
+    expect(v1.json()).toMatchObject({ thread_id: result.chosen, deployment_id: null, values: { note: 'hello' } });
+  });
+
+  it("answers 404 for another organization's thread and 409 for its taken id", async () => {
+    const mine = (await ctx.call('POST', '/langgraph/threads', { body: {} })).json().thread_id as string;
+    const org = await ctx.call('POST', '/v1/organizations', { body: { name: 'other' } });
+    const otherKey = org.json().api_key.key as string;
+    const as = { key: null, headers: { 'x-api-key': otherKey } };
+    expect((await ctx.call('GET', `/langgraph/threads/${mine}`, as)).statusCode).toBe(404);
+    expect((await ctx.call('GET', `/langgraph/threads/${mine}/state`, as)).statusCode).toBe(404);
+    const taken = await ctx.call('POST', '/langgraph/threads', {
+      ...as,
+      body: { thread_id: mine, if_exists: 'do_nothing' },
+    });
+    expect(taken.statusCode).toBe(409);
+    const notServed = await ctx.call('POST', `/langgraph/threads/${mine}/commands`, { body: {} });
+    expect(notServed.statusCode).toBe(404);
+    expect(notServed.json().detail).toContain('CONTRACTS §14');
+  });
+});
