@@ -1,5 +1,16 @@
 /** `npm run bench -- <name>` runs bench/<name>.ts; each prints its figures as `figure: …` lines. */
-const BENCHES = ['tables', 'runs', 'webhooks', 'scale', 'console', 'crons', 'fanout', 'builds', 'python', 'mcp'] as const;
+const BENCHES = [
+  'tables',
+  'runs',
+  'webhooks',
+  'scale',
+  'console',
+  'crons',
+  'fanout',
+  'builds',
+  'python',
+  'mcp',
+] as const;
 
 const name = process.argv[2];
 if (!name || !(BENCHES as readonly string[]).includes(name)) {
