@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from './helpers/app.js';
+import { createTestContext, type TestContext } from '../helpers/app.js';
 
 describe('health and docs', () => {
   let ctx: TestContext;
