@@ -1,5 +1,5 @@
 import type { OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
-import type { LaunchSpec, RunIdentity } from '../run-record/types.js';
+import type { LaunchSpec, RunIdentity, TerminalRunStatus } from '../run-record/types.js';
 import type { RunTrace } from '../telemetry/tracer-types.js';
 import { UsageTally } from '../telemetry/usage.js';
 import type { RunEventLog } from './event-log.js';
@@ -26,6 +26,8 @@ export class ActiveRun {
   ending = false;
   /** The writing of the run's end, once begun: what a second attempt to end it (a cancel, say) waits for. */
   finished: Promise<OwnEnd> | null = null;
+  /** The status its end was first asked with (a cancel before its process started: `canceled`). */
+  endedAs: TerminalRunStatus | null = null;
   private report: RunnerReport | null = null;
   private timedOut = false;
   /** The runner gave its result but did not exit within the grace, so it was stopped. */

@@ -99,6 +99,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       return 'lost';
     }
     run.ending = true;
+    run.endedAs = outcome.status;
     run.finished = record(run, outcome);
     return run.finished;
   }
@@ -239,10 +240,10 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     supervising.add(tracked);
     void tracked.finally(() => supervising.delete(tracked));
 
-    // A spawn failure ends the run right away; the caller then reports it as it really is.
+    // A spawn failure (or a cancel before the start) ends the run right away; the caller then reports it as it is.
     if (run.process && (await run.process.started)) return 'running';
     await supervised;
-    return 'failed';
+    return run.endedAs ?? 'failed';
   }
 
   return {

@@ -155,9 +155,10 @@ export function createRunQueue(options: {
       return slots.tryTake(orgId);
     },
 
+    /** Gives back a slot `reserve` gave whose run was not created; runs queued meanwhile may take it. */
     release(orgId: string): void {
       slots.release(orgId);
-      pump();
+      if (state.pendingMayExist) pump();
     },
 
     /** An organization was made here: shares apply from now on (other instances see it within seconds). */
