@@ -78,7 +78,8 @@ export function createCronService(db: Kysely<Database>, options: { changed: () =
   }
 
   return {
-    async create(orgId: string, input: CreateCronInput) {
+    /** `made.id`: the id a cron made through the LangGraph API gets (a UUID, CONTRACTS §14). */
+    async create(orgId: string, input: CreateCronInput, made: { id?: string } = {}) {
       if (!(await deploymentExists(db, orgId, input.deployment_id))) throw notFound('Deployment not found');
       if (input.thread_id) await checkThread(db, orgId, input.thread_id, input.deployment_id);
       checkInterval(input.schedule, input.timezone, limits);
@@ -91,7 +92,7 @@ export function createCronService(db: Kysely<Database>, options: { changed: () =
           );
         }
         return repo.insertCron(trx, {
-          id: newId('cron'),
+          id: made.id ?? newId('cron'),
           org_id: orgId,
           deployment_id: input.deployment_id,
           schedule: input.schedule,

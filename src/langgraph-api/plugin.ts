@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/types.js';
 import { assistantRoutes } from './assistants-routes.js';
 import { installDetailErrors } from './errors.js';
+import { cronRoutes } from './crons-routes.js';
 import { infoRoutes } from './info.js';
 import { runRoutes } from './runs.js';
 import { storeRoutes } from './store-routes.js';
@@ -28,7 +29,7 @@ export type LangGraphRoutes = FastifyPluginAsync<LangGraphDeps>;
  * The route files of the API, registered in this order under the prefix. A new file (runs,
  * streams…) adds one entry here.
  */
-export const routes: LangGraphRoutes[] = [infoRoutes, assistantRoutes, threadRoutes, storeRoutes, runRoutes];
+export const routes: LangGraphRoutes[] = [infoRoutes, assistantRoutes, threadRoutes, storeRoutes, cronRoutes, runRoutes];
 
 /** Paths under the prefix that answer without a key, as the official server's do. */
 export const PUBLIC_PATHS = ['/ok', '/info'];
