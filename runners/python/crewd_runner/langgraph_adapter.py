@@ -1,10 +1,15 @@
 """Runs a LangGraph graph: `updates` and `custom` stream modes, interrupts, and the thread's checkpoint."""
 
+from __future__ import annotations
+
 import asyncio
+from typing import Any
 
 from . import langgraph_checkpoint
+from .cli import Request
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
+from .protocol import Emitter, EventSink
 from .stream_modes import StreamRequest, stream_graph
 from .usage import with_usage_callback
 
@@ -17,7 +22,7 @@ CALLBACK_IMPORTS = (
 )
 
 
-def prepare_graph(target):
+def prepare_graph(target: Any) -> Any:
     """A compiled graph as given; a StateGraph is compiled; a factory (as langgraph.json allows) is called."""
     if hasattr(target, "astream"):
         return target
@@ -28,21 +33,21 @@ def prepare_graph(target):
     raise TypeError(f"{type(target).__name__} is not a LangGraph graph, StateGraph or graph factory")
 
 
-def warm_up():
+def warm_up() -> None:
     """Imports what a run imports on its first use (the fork server calls this once)."""
     import importlib
 
-    import langgraph.checkpoint.memory  # noqa: F401
+    import langgraph.checkpoint.memory
     import langgraph.types  # noqa: F401
 
     for name in CALLBACK_IMPORTS:
         try:
             importlib.import_module(name)
         except ImportError:
-            pass
+            continue  # gone in this LangChain: its runs do not import it either
 
 
-def run_graph(target, request, emitter):
+def run_graph(target: object, request: Request, emitter: Emitter) -> Outcome:
     from langgraph.checkpoint.memory import InMemorySaver
 
     saver = InMemorySaver()
@@ -60,7 +65,7 @@ def run_graph(target, request, emitter):
     return asyncio.run(_stream(graph, graph_input, config, emitter, saver, thread is not None, streamed))
 
 
-def _graph_input(request, streamed=None):
+def _graph_input(request: Request, streamed: StreamRequest | None = None) -> Any:
     command = streamed.command if streamed is not None and streamed.command else request.get("command")
     if command is None:
         if streamed is not None and streamed.null_input and thread_has_checkpoint(request.get("thread")):
@@ -71,18 +76,27 @@ def _graph_input(request, streamed=None):
     return Command(resume=command.get("resume"), update=command.get("update"), goto=command.get("goto") or ())
 
 
-def thread_has_checkpoint(thread):
+def thread_has_checkpoint(thread: dict[str, Any] | None) -> bool:
     return bool(thread and thread.get("checkpoint"))
 
 
-def _values_without_checkpoint(thread):
+def _values_without_checkpoint(thread: dict[str, Any] | None) -> dict[str, Any]:
     """A thread whose values were set through the API, with no checkpoint yet, starts the graph from those values."""
     if not thread or thread.get("checkpoint") or not isinstance(thread.get("values"), dict):
         return {}
-    return thread["values"]
+    values: dict[str, Any] = thread["values"]
+    return values
 
 
-async def _stream(graph, graph_input, config, emitter, saver, in_thread, streamed=None):
+async def _stream(
+    graph: Any,
+    graph_input: Any,
+    config: dict[str, Any],
+    emitter: EventSink,
+    saver: Any,
+    in_thread: bool,
+    streamed: StreamRequest | None = None,
+) -> Outcome:
     if streamed is not None:
         await stream_graph(graph, graph_input, config, emitter, streamed)
     else:
@@ -96,7 +110,7 @@ async def _stream(graph, graph_input, config, emitter, saver, in_thread, streame
     if not isinstance(values, dict):
         values = {"value": values}
     interrupts = list(getattr(snapshot, "interrupts", ()) or ())
-    data = {"values": values} if in_thread else {}
+    data: dict[str, Any] = {"values": values} if in_thread else {}
     if in_thread:
         thread_id = config["configurable"]["thread_id"]
         data["checkpoint"] = langgraph_checkpoint.dump(saver, thread_id, include_subgraphs=bool(snapshot.next))
@@ -107,7 +121,7 @@ async def _stream(graph, graph_input, config, emitter, saver, in_thread, streame
     return Outcome("run.completed", {"output": values, **data})
 
 
-def _emit_updates(chunk, emitter):
+def _emit_updates(chunk: object, emitter: EventSink) -> None:
     if not isinstance(chunk, dict):
         return
     for node, update in chunk.items():
@@ -115,8 +129,8 @@ def _emit_updates(chunk, emitter):
             emitter.emit("node.completed", {"node": node, "update": update})
 
 
-def _interrupt(item):
-    found = {"value": to_jsonable(getattr(item, "value", item))}
+def _interrupt(item: object) -> dict[str, Any]:
+    found: dict[str, Any] = {"value": to_jsonable(getattr(item, "value", item))}
     interrupt_id = getattr(item, "id", None)
     if interrupt_id is not None:
         found = {"id": interrupt_id, **found}
