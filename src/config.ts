@@ -104,8 +104,8 @@ const configSchema = z.object({
     .refine((value) => !/^\/(v1|console|webhooks)(\/|$)/.test(value), 'must not take a path crewd already serves')
     .default('/langgraph'),
   MODEL_PRICES_FILE: z.string().min(1).optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ message: 'must be an absolute URL' }).optional(),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ message: 'must be an absolute URL' }).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
   OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).default('crewd'),

@@ -47,6 +47,8 @@ describe('configuration', () => {
       mcpCallWaitSeconds: 50,
       langgraphApiPrefix: '/langgraph',
       buildEnv: {},
+      modelPricesFile: undefined,
+      tracing: undefined,
       runLimits: {
         cpuSeconds: 3600,
         events: 10_000,
@@ -117,6 +119,30 @@ describe('configuration', () => {
     expect(config.maxBulkUpdateBytes).toBe(1048576);
     expect(config.metricsToken).toBe('a-metrics-scrape-token');
     expect(config.trustProxy).toBe(true);
+  });
+
+  it('sends traces to the OTLP traces endpoint, else to the general one with /v1/traces, with their headers', () => {
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing).toEqual({
+      url: 'http://collector:4318/v1/traces',
+      headers: {},
+      serviceName: 'crewd',
+    });
+    const both = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example.com/in',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20abc,x-team=a',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-team=b',
+      OTEL_SERVICE_NAME: 'crewd-eu',
+    });
+    expect(both.tracing).toEqual({
+      url: 'https://traces.example.com/in',
+      headers: { authorization: 'Bearer abc', 'x-team': 'b' },
+      serviceName: 'crewd-eu',
+    });
+    expect(loadConfig({ MODEL_PRICES_FILE: '/etc/crewd/prices.json' }).modelPricesFile).toBe('/etc/crewd/prices.json');
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(
+      'OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL',
+    );
   });
 
   it('serves the LangGraph API under LANGGRAPH_API_PREFIX, and not at all when it is empty', () => {
