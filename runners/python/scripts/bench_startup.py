@@ -3,8 +3,8 @@ fork server (a run asked of a warm `crewd_runner.forkserver` on its socket, as c
 call.
 
 Run with the test environment: `$(runners/python/scripts/test-env.sh) runners/python/scripts/bench_startup.py`.
-Prints `figure: <name> = <value> <unit> (goal …)` lines. The issue's goals are measured through the API (POST → complete);
-these are the runner's share of them.
+Prints `figure: <name> = <value> <unit> (goal …)` lines. The issue's goals are measured through the API
+(POST → complete); these are the runner's share of them.
 """
 
 import json
@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 RUNNER_ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +31,8 @@ GRAPH = ("graph", "echo_graph.py:graph", {"text": "hello"})
 CREW = ("crew", "crews:echo_crew", {"topic": "bees"})
 
 
-def median_ms(action, runs=RUNS):
-    times = []
+def median_ms(action: Callable[[], object], runs: int = RUNS) -> float:
+    times: list[float] = []
     for _ in range(runs):
         started = time.perf_counter()
         action()
@@ -39,7 +40,7 @@ def median_ms(action, runs=RUNS):
     return statistics.median(times)
 
 
-def run_process(argv, run_input):
+def run_process(argv: list[str], run_input: dict[str, str]) -> None:
     request = json.dumps({"run_id": "run_bench", "input": run_input, "thread": None, "command": None})
     done = subprocess.run(argv, input=request, cwd=PROJECTS, env=runner_env(), capture_output=True, text=True)
     if '"run.completed"' not in done.stdout.splitlines()[-1]:
@@ -50,7 +51,7 @@ def run_process(argv, run_input):
 SECRET = secrets.token_hex(32)
 
 
-def run_forked(socket_path, run_input):
+def run_forked(socket_path: str, run_input: dict[str, str]) -> None:
     request = json.dumps({"run_id": "run_bench", "input": run_input, "thread": None, "command": None})
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(socket_path)
@@ -65,12 +66,12 @@ def run_forked(socket_path, run_input):
         raise RuntimeError(f"run did not complete: {received[-500:]}")
 
 
-def cold_ms(kind, target, run_input):
+def cold_ms(kind: str, target: str, run_input: dict[str, str]) -> float:
     argv = [sys.executable, "-m", "crewd_runner", f"--{kind}", target]
     return median_ms(lambda: run_process(argv, run_input))
 
 
-def forked_ms(kind, target, run_input):
+def forked_ms(kind: str, target: str, run_input: dict[str, str]) -> float:
     with tempfile.TemporaryDirectory() as folder:
         socket_path = os.path.join(folder, "bench.sock")
         server = subprocess.Popen(
@@ -79,6 +80,7 @@ def forked_ms(kind, target, run_input):
             env=runner_env(),
             stdin=subprocess.PIPE,
         )
+        assert server.stdin is not None
         server.stdin.write(f"{SECRET}\n".encode())
         server.stdin.close()
         try:
@@ -91,14 +93,14 @@ def forked_ms(kind, target, run_input):
             server.wait(10)
 
 
-def warm_graph_ms():
+def warm_graph_ms() -> float:
     from echo_graph import graph
 
     graph.invoke(GRAPH[2])
     return median_ms(lambda: graph.invoke(GRAPH[2]), runs=RUNS * 5)
 
 
-def warm_kickoff_ms():
+def warm_kickoff_ms() -> float:
     os.environ.update(runner_env())
     from crews import echo_crew
 
@@ -106,7 +108,7 @@ def warm_kickoff_ms():
     return median_ms(lambda: echo_crew().kickoff(inputs=CREW[2]))
 
 
-def figure(name, value, unit, goal=None):
+def figure(name: str, value: float, unit: str, goal: tuple[str, float] | None = None) -> None:
     line = f"figure: {name} = {value:.2f} {unit}"
     if goal:
         op, target = goal
@@ -115,7 +117,7 @@ def figure(name, value, unit, goal=None):
     print(line, flush=True)
 
 
-def main():
+def main() -> None:
     graph_cold = cold_ms(*GRAPH)
     graph_forked = forked_ms(*GRAPH)
     figure("python one-node graph, process per run (runner only)", graph_cold, "ms", ("<=", 150))

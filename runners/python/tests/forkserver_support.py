@@ -7,6 +7,7 @@ import sys
 import time
 
 import pytest
+
 from conftest import PROJECTS, RunnerResult, runner_env
 
 # What crewd gives each server on its standard input and sends with each request.

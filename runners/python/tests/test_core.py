@@ -5,9 +5,10 @@ import datetime
 import enum
 import threading
 
+from pydantic import BaseModel
+
 from crewd_runner.capture import LogWriter
 from crewd_runner.jsonsafe import to_jsonable
-from pydantic import BaseModel
 
 
 class Recorder:

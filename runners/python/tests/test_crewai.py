@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import EXAMPLES, PROJECTS, request, run_runner, runner_env
 
 RESEARCHER = "solar batteries Senior Data Researcher"

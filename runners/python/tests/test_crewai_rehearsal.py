@@ -76,9 +76,7 @@ def test_a_rehearsal_whose_threads_outlive_it_says_so_rather_than_let_the_server
 def test_no_listener_of_the_crews_module_hears_the_rehearsal(tmp_path):
     witness_file = tmp_path / "witnessed"
     socket_path = tmp_path / "crew.sock"
-    server = start_server(
-        "crew", "rehearsal_witness:crew", socket_path, env={"WITNESS_FILE": str(witness_file)}
-    )
+    server = start_server("crew", "rehearsal_witness:crew", socket_path, env={"WITNESS_FILE": str(witness_file)})
     try:
         result = run_forked(socket_path, PROJECTS, request({"topic": "bees"}), {"WITNESS_FILE": str(witness_file)})
     finally:

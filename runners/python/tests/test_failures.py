@@ -1,7 +1,8 @@
 """A crew that raises, cannot be imported, or prints garbage: the run fails cleanly or completes untouched."""
 
-from conftest import request, run_runner
 from projects.garbage import FORGED_FAILURE, FORGED_RESULT
+
+from conftest import request, run_runner
 
 
 def assert_failed_with_traceback(result, error, traceback_line):

@@ -6,9 +6,9 @@ import socket
 import time
 
 import pytest
+
 from conftest import PROJECTS, request
 from forkserver_support import Connection, graph_server, run_forked, socket_path, start_server  # noqa: F401 (fixtures)
-
 
 HOME_VARIABLES = ("HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "TMPDIR")
 
@@ -147,9 +147,7 @@ def test_a_thread_still_writing_after_the_run_never_reaches_past_the_server_s_la
 def test_a_crew_runs_in_a_forked_child_with_its_events(socket_path):
     server = start_server("crew", "crews:echo_crew", socket_path)
     try:
-        results = [
-            run_forked(socket_path, PROJECTS, request({"topic": "bees"})) for _ in range(2)
-        ]
+        results = [run_forked(socket_path, PROJECTS, request({"topic": "bees"})) for _ in range(2)]
     finally:
         server.terminate()
         server.wait(10)

@@ -9,6 +9,7 @@ import sys
 import tempfile
 
 import pytest
+
 from conftest import PROJECTS, request, runner_env
 from forkserver_support import SECRET, graph_server, run_forked, socket_path, start_server  # noqa: F401 (fixtures)
 
@@ -94,8 +95,8 @@ def test_a_request_without_its_fields_or_with_others_is_refused_with_the_reason(
 
     fields = "['cwd', 'env', 'secret', 'stdin']"
     assert answers == [
-        b'\0{"error": "the request has the fields [\'env\', \'secret\'], not ' + fields.encode() + b'"}\n',
-        b'\0{"error": "the request has the fields [\'cwd\', \'env\', \'more\', \'secret\', \'stdin\'], not '
+        b"\0{\"error\": \"the request has the fields ['env', 'secret'], not " + fields.encode() + b'"}\n',
+        b"\0{\"error\": \"the request has the fields ['cwd', 'env', 'more', 'secret', 'stdin'], not "
         + fields.encode()
         + b'"}\n',
     ]

@@ -57,11 +57,11 @@ def test_a_child_reads_back_the_pages_it_wrote_and_not_the_others():
     regions = hot_pages.writable_regions()
 
     def child():
-        write_pages(raw, offset, [*range(0, 8), *range(30, 34)])
+        write_pages(raw, offset, [*range(8), *range(30, 34)])
         return hot_pages.held_ranges(regions)
 
     ranges = in_child(child)
-    assert all(covered(ranges, base + page * PAGE) for page in [*range(0, 8), *range(30, 34)])
+    assert all(covered(ranges, base + page * PAGE) for page in [*range(8), *range(30, 34)])
     assert not any(covered(ranges, base + page * PAGE) for page in range(12, 26))
     assert not any(covered(ranges, base + page * PAGE) for page in range(40, 64))
 

@@ -5,9 +5,9 @@ import json
 import subprocess
 import sys
 
-from conftest import runner_env
-
 from crewd_runner import internals
+
+from conftest import runner_env
 
 PRIVATE_PARTS = """
 import json, threading

@@ -3,6 +3,7 @@
 import base64
 
 import ormsgpack
+
 from conftest import request, run_runner
 
 AGENT_GRAPH = "./src/agent/graph.py:graph"

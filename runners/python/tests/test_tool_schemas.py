@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from conftest import EXAMPLES
 from test_check import check
 

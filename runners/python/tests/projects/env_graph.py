@@ -1,5 +1,6 @@
-"""Reports the environment (its variables and what /proc/self/environ shows), folders, home and tmp it runs in; sleeps first when the input asks, writing its pid down; leaves
-a process in its group, or a thread writing to standard error, behind when asked."""
+"""Reports the environment (its variables and what /proc/self/environ shows), folders, home and tmp it runs in; sleeps
+first when the input asks, writing its pid down; leaves a process in its group, or a thread writing to standard error,
+behind when asked."""
 
 import os
 import subprocess

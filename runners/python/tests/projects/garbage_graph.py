@@ -1,7 +1,8 @@
 from typing import TypedDict
 
-from garbage import print_garbage
 from langgraph.graph import END, START, StateGraph
+
+from garbage import print_garbage
 
 
 class State(TypedDict, total=False):

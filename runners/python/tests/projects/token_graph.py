@@ -1,6 +1,6 @@
 """A chat graph whose model is LangChain's fake chat model, streaming one token per word: `chat` answers the last
-message (`tokens` words, `pause` seconds apart; fails for fewer than none), a subgraph `notes` counts the answers, and `review` asks for
-approval with `interrupt` when the input says `ask`."""
+message (`tokens` words, `pause` seconds apart; fails for fewer than none), a subgraph `notes` counts the answers, and
+`review` asks for approval with `interrupt` when the input says `ask`."""
 
 import asyncio
 from typing import Annotated, Any, TypedDict
