@@ -21,6 +21,1518 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/langgraph/assistants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create an assistant of a deployment (graph_id: its name or id) */
+        post: operations["langgraphCreateAssistant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/assistants/{assistant_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an assistant (its UUID, a graph_id or a deployment id) */
+        get: operations["langgraphGetAssistant"];
+        put?: never;
+        post?: never;
+        /** Delete an assistant made through the API */
+        delete: operations["langgraphDeleteAssistant"];
+        options?: never;
+        head?: never;
+        /** Update an assistant made through the API (a new version) */
+        patch: operations["langgraphUpdateAssistant"];
+        trace?: never;
+    };
+    "/langgraph/assistants/{assistant_id}/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The graph's nodes and edges */
+        get: operations["langgraphAssistantGraph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/assistants/{assistant_id}/latest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make one of an assistant's versions its current one */
+        post: operations["langgraphSetLatestAssistantVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/assistants/{assistant_id}/schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The graph's input, output, state, config and context JSON schemas */
+        get: operations["langgraphAssistantSchemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/assistants/{assistant_id}/subgraphs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The graph's subgraphs' schemas (none recorded) */
+        get: operations["langgraphAssistantSubgraphs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/assistants/{assistant_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** An assistant's versions, newest first */
+        post: operations["langgraphAssistantVersions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/assistants/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Count assistants */
+        post: operations["langgraphCountAssistants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/assistants/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Search assistants */
+        post: operations["langgraphSearchAssistants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What this LangGraph API serves */
+        get: operations["langgraphInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/ok": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** LangGraph API liveness */
+        get: operations["langgraphOk"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a stateless run (background) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description refused above 0: runs start at once (use a cron) */
+                        after_seconds?: number | null;
+                        assistant_id: string;
+                        /** @description refused unless null: crewd runs from the thread’s latest state */
+                        checkpoint?: unknown;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        checkpoint_during?: unknown;
+                        /** @description refused: crewd runs from the thread’s latest state */
+                        checkpoint_id?: string | null;
+                        command?: {
+                            goto?: unknown;
+                            resume?: unknown;
+                            update?: unknown;
+                        } | null;
+                        config?: {
+                            [key: string]: unknown;
+                        } | null;
+                        context?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        durability?: unknown;
+                        /** @description ignored: crewd has no LangSmith feedback */
+                        feedback_keys?: unknown;
+                        if_not_exists?: ("create" | "reject") | null;
+                        /** @description the graph input; null or absent with a command, or to go on from a stop */
+                        input?: unknown;
+                        interrupt_after?: ("*" | string[]) | null;
+                        interrupt_before?: ("*" | string[]) | null;
+                        /** @description ignored */
+                        langsmith_tracer?: unknown;
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                        /** @description ignored: a stateless run has no thread in crewd */
+                        on_completion?: ("delete" | "keep") | null;
+                        on_disconnect?: ("cancel" | "continue") | null;
+                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                        /** @description ignored: every run’s stream can be resumed */
+                        stream_resumable?: boolean | null;
+                        stream_subgraphs?: boolean | null;
+                        /** @description ignored */
+                        strict_resume?: unknown;
+                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                        webhook?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LangGraphRun"];
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/{run_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Rejoin a stateless run’s stream */
+        get: {
+            parameters: {
+                query?: {
+                    cancel_on_disconnect?: "0" | "1" | "true" | "false";
+                    /** @description ignored */
+                    checkpoint_id?: unknown;
+                    /** @description resume after this event id (as the Last-Event-ID header) */
+                    last_event_id?: string;
+                    /** @description ignored */
+                    namespace?: unknown;
+                    stream_mode?: ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[];
+                };
+                header?: never;
+                path: {
+                    run_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start stateless runs (background) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description refused above 0: runs start at once (use a cron) */
+                        after_seconds?: number | null;
+                        assistant_id: string;
+                        /** @description refused unless null: crewd runs from the thread’s latest state */
+                        checkpoint?: unknown;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        checkpoint_during?: unknown;
+                        /** @description refused: crewd runs from the thread’s latest state */
+                        checkpoint_id?: string | null;
+                        command?: {
+                            goto?: unknown;
+                            resume?: unknown;
+                            update?: unknown;
+                        } | null;
+                        config?: {
+                            [key: string]: unknown;
+                        } | null;
+                        context?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        durability?: unknown;
+                        /** @description ignored: crewd has no LangSmith feedback */
+                        feedback_keys?: unknown;
+                        if_not_exists?: ("create" | "reject") | null;
+                        /** @description the graph input; null or absent with a command, or to go on from a stop */
+                        input?: unknown;
+                        interrupt_after?: ("*" | string[]) | null;
+                        interrupt_before?: ("*" | string[]) | null;
+                        /** @description ignored */
+                        langsmith_tracer?: unknown;
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                        /** @description ignored: a stateless run has no thread in crewd */
+                        on_completion?: ("delete" | "keep") | null;
+                        on_disconnect?: ("cancel" | "continue") | null;
+                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                        /** @description ignored: every run’s stream can be resumed */
+                        stream_resumable?: boolean | null;
+                        stream_subgraphs?: boolean | null;
+                        /** @description ignored */
+                        strict_resume?: unknown;
+                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                        webhook?: string | null;
+                    }[];
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LangGraphRun"][];
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel runs by id, or a thread’s pending and running runs */
+        post: {
+            parameters: {
+                query?: {
+                    action?: "interrupt" | "rollback";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        run_ids?: string[] | null;
+                        status?: ("pending" | "running" | "all") | null;
+                        thread_id?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Accepted */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description done */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/crons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A cron that starts runs of an assistant's deployment */
+        post: operations["langgraphCreateCron"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/crons/{cron_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a cron */
+        delete: operations["langgraphDeleteCron"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/crons/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Count crons */
+        post: operations["langgraphCountCrons"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/crons/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Search crons */
+        post: operations["langgraphSearchCrons"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a stateless run and stream it */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description refused above 0: runs start at once (use a cron) */
+                        after_seconds?: number | null;
+                        assistant_id: string;
+                        /** @description refused unless null: crewd runs from the thread’s latest state */
+                        checkpoint?: unknown;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        checkpoint_during?: unknown;
+                        /** @description refused: crewd runs from the thread’s latest state */
+                        checkpoint_id?: string | null;
+                        command?: {
+                            goto?: unknown;
+                            resume?: unknown;
+                            update?: unknown;
+                        } | null;
+                        config?: {
+                            [key: string]: unknown;
+                        } | null;
+                        context?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        durability?: unknown;
+                        /** @description ignored: crewd has no LangSmith feedback */
+                        feedback_keys?: unknown;
+                        if_not_exists?: ("create" | "reject") | null;
+                        /** @description the graph input; null or absent with a command, or to go on from a stop */
+                        input?: unknown;
+                        interrupt_after?: ("*" | string[]) | null;
+                        interrupt_before?: ("*" | string[]) | null;
+                        /** @description ignored */
+                        langsmith_tracer?: unknown;
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                        /** @description ignored: a stateless run has no thread in crewd */
+                        on_completion?: ("delete" | "keep") | null;
+                        on_disconnect?: ("cancel" | "continue") | null;
+                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                        /** @description ignored: every run’s stream can be resumed */
+                        stream_resumable?: boolean | null;
+                        stream_subgraphs?: boolean | null;
+                        /** @description ignored */
+                        strict_resume?: unknown;
+                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                        webhook?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/runs/wait": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a stateless run and answer its output */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description refused above 0: runs start at once (use a cron) */
+                        after_seconds?: number | null;
+                        assistant_id: string;
+                        /** @description refused unless null: crewd runs from the thread’s latest state */
+                        checkpoint?: unknown;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        checkpoint_during?: unknown;
+                        /** @description refused: crewd runs from the thread’s latest state */
+                        checkpoint_id?: string | null;
+                        command?: {
+                            goto?: unknown;
+                            resume?: unknown;
+                            update?: unknown;
+                        } | null;
+                        config?: {
+                            [key: string]: unknown;
+                        } | null;
+                        context?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        durability?: unknown;
+                        /** @description ignored: crewd has no LangSmith feedback */
+                        feedback_keys?: unknown;
+                        if_not_exists?: ("create" | "reject") | null;
+                        /** @description the graph input; null or absent with a command, or to go on from a stop */
+                        input?: unknown;
+                        interrupt_after?: ("*" | string[]) | null;
+                        interrupt_before?: ("*" | string[]) | null;
+                        /** @description ignored */
+                        langsmith_tracer?: unknown;
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                        /** @description ignored: a stateless run has no thread in crewd */
+                        on_completion?: ("delete" | "keep") | null;
+                        on_disconnect?: ("cancel" | "continue") | null;
+                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                        /** @description ignored: every run’s stream can be resumed */
+                        stream_resumable?: boolean | null;
+                        stream_subgraphs?: boolean | null;
+                        /** @description ignored */
+                        strict_resume?: unknown;
+                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                        webhook?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/store/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One item, or null */
+        get: operations["langgraphGetItem"];
+        /** Store an item (replaces the item of that namespace and key) */
+        put: operations["langgraphPutItem"];
+        post?: never;
+        /** Delete an item */
+        delete: operations["langgraphDeleteItem"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/store/items/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Items under a namespace prefix whose value matches a filter */
+        post: operations["langgraphSearchItems"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/store/namespaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The namespaces items are stored under */
+        post: operations["langgraphListNamespaces"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a thread (client-chosen thread_id with if_exists raise or do_nothing) */
+        post: operations["langgraphCreateThread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a thread */
+        get: operations["langgraphGetThread"];
+        put?: never;
+        post?: never;
+        /** Delete a thread (409 while a run of it is running) */
+        delete: operations["langgraphDeleteThread"];
+        options?: never;
+        head?: never;
+        /** Merge metadata into a thread's */
+        patch: operations["langgraphUpdateThread"];
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/copy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Copy a thread with its state and checkpoints */
+        post: operations["langgraphCopyThread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A thread's past states, newest first */
+        get: operations["langgraphThreadHistory"];
+        put?: never;
+        /** A thread's past states, newest first */
+        post: operations["langgraphSearchThreadHistory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A thread’s runs, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    offset?: number;
+                    /** @description ignored: runs are answered whole */
+                    select?: unknown;
+                    status?: "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
+                };
+                header?: never;
+                path: {
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LangGraphRun"][];
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        put?: never;
+        /** Start a run on a thread (background) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description refused above 0: runs start at once (use a cron) */
+                        after_seconds?: number | null;
+                        assistant_id: string;
+                        /** @description refused unless null: crewd runs from the thread’s latest state */
+                        checkpoint?: unknown;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        checkpoint_during?: unknown;
+                        /** @description refused: crewd runs from the thread’s latest state */
+                        checkpoint_id?: string | null;
+                        command?: {
+                            goto?: unknown;
+                            resume?: unknown;
+                            update?: unknown;
+                        } | null;
+                        config?: {
+                            [key: string]: unknown;
+                        } | null;
+                        context?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        durability?: unknown;
+                        /** @description ignored: crewd has no LangSmith feedback */
+                        feedback_keys?: unknown;
+                        if_not_exists?: ("create" | "reject") | null;
+                        /** @description the graph input; null or absent with a command, or to go on from a stop */
+                        input?: unknown;
+                        interrupt_after?: ("*" | string[]) | null;
+                        interrupt_before?: ("*" | string[]) | null;
+                        /** @description ignored */
+                        langsmith_tracer?: unknown;
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                        /** @description ignored: a stateless run has no thread in crewd */
+                        on_completion?: ("delete" | "keep") | null;
+                        on_disconnect?: ("cancel" | "continue") | null;
+                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                        /** @description ignored: every run’s stream can be resumed */
+                        stream_resumable?: boolean | null;
+                        stream_subgraphs?: boolean | null;
+                        /** @description ignored */
+                        strict_resume?: unknown;
+                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                        webhook?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LangGraphRun"];
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a run */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    run_id: string;
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LangGraphRun"];
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a finished run */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    run_id: string;
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Accepted */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description done */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a run (`action=rollback` deletes it too)
+         * @description The run is canceled when this answers, so `wait` changes nothing.
+         */
+        post: {
+            parameters: {
+                query?: {
+                    action?: "interrupt" | "rollback";
+                    /** @description ignored */
+                    reason?: string;
+                    wait?: "0" | "1" | "true" | "false";
+                };
+                header?: never;
+                path: {
+                    run_id: string;
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Accepted */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description done */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/runs/{run_id}/join": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Wait for a run’s end; answers the thread’s values */
+        get: {
+            parameters: {
+                query?: {
+                    cancel_on_disconnect?: "0" | "1" | "true" | "false";
+                };
+                header?: never;
+                path: {
+                    run_id: string;
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/runs/{run_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Rejoin a run’s stream (`Last-Event-ID` resumes) */
+        get: {
+            parameters: {
+                query?: {
+                    cancel_on_disconnect?: "0" | "1" | "true" | "false";
+                    /** @description ignored */
+                    checkpoint_id?: unknown;
+                    /** @description resume after this event id (as the Last-Event-ID header) */
+                    last_event_id?: string;
+                    /** @description ignored */
+                    namespace?: unknown;
+                    stream_mode?: ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[];
+                };
+                header?: never;
+                path: {
+                    run_id: string;
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/runs/crons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A cron that starts runs in a thread */
+        post: operations["langgraphCreateThreadCron"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/runs/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a run on a thread and stream it */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description refused above 0: runs start at once (use a cron) */
+                        after_seconds?: number | null;
+                        assistant_id: string;
+                        /** @description refused unless null: crewd runs from the thread’s latest state */
+                        checkpoint?: unknown;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        checkpoint_during?: unknown;
+                        /** @description refused: crewd runs from the thread’s latest state */
+                        checkpoint_id?: string | null;
+                        command?: {
+                            goto?: unknown;
+                            resume?: unknown;
+                            update?: unknown;
+                        } | null;
+                        config?: {
+                            [key: string]: unknown;
+                        } | null;
+                        context?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        durability?: unknown;
+                        /** @description ignored: crewd has no LangSmith feedback */
+                        feedback_keys?: unknown;
+                        if_not_exists?: ("create" | "reject") | null;
+                        /** @description the graph input; null or absent with a command, or to go on from a stop */
+                        input?: unknown;
+                        interrupt_after?: ("*" | string[]) | null;
+                        interrupt_before?: ("*" | string[]) | null;
+                        /** @description ignored */
+                        langsmith_tracer?: unknown;
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                        /** @description ignored: a stateless run has no thread in crewd */
+                        on_completion?: ("delete" | "keep") | null;
+                        on_disconnect?: ("cancel" | "continue") | null;
+                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                        /** @description ignored: every run’s stream can be resumed */
+                        stream_resumable?: boolean | null;
+                        stream_subgraphs?: boolean | null;
+                        /** @description ignored */
+                        strict_resume?: unknown;
+                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                        webhook?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/runs/wait": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a run on a thread and answer its final values */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description refused above 0: runs start at once (use a cron) */
+                        after_seconds?: number | null;
+                        assistant_id: string;
+                        /** @description refused unless null: crewd runs from the thread’s latest state */
+                        checkpoint?: unknown;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        checkpoint_during?: unknown;
+                        /** @description refused: crewd runs from the thread’s latest state */
+                        checkpoint_id?: string | null;
+                        command?: {
+                            goto?: unknown;
+                            resume?: unknown;
+                            update?: unknown;
+                        } | null;
+                        config?: {
+                            [key: string]: unknown;
+                        } | null;
+                        context?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description ignored: crewd writes one checkpoint per run */
+                        durability?: unknown;
+                        /** @description ignored: crewd has no LangSmith feedback */
+                        feedback_keys?: unknown;
+                        if_not_exists?: ("create" | "reject") | null;
+                        /** @description the graph input; null or absent with a command, or to go on from a stop */
+                        input?: unknown;
+                        interrupt_after?: ("*" | string[]) | null;
+                        interrupt_before?: ("*" | string[]) | null;
+                        /** @description ignored */
+                        langsmith_tracer?: unknown;
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                        /** @description ignored: a stateless run has no thread in crewd */
+                        on_completion?: ("delete" | "keep") | null;
+                        on_disconnect?: ("cancel" | "continue") | null;
+                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                        /** @description ignored: every run’s stream can be resumed */
+                        stream_resumable?: boolean | null;
+                        stream_subgraphs?: boolean | null;
+                        /** @description ignored */
+                        strict_resume?: unknown;
+                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                        webhook?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                422: components["responses"]["LimitExceeded"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/state": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A thread's current state */
+        get: operations["langgraphThreadState"];
+        put?: never;
+        /** Update a thread's values (threads without a LangGraph checkpoint; see docs/langgraph.md) */
+        post: operations["langgraphUpdateThreadState"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/state/{checkpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A thread's state at one checkpoint */
+        get: operations["langgraphThreadStateAt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/{thread_id}/state/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A thread's state at the checkpoint the body names */
+        post: operations["langgraphThreadStateAtCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Count threads */
+        post: operations["langgraphCountThreads"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/langgraph/threads/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Search threads */
+        post: operations["langgraphSearchThreads"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MCP Streamable HTTP endpoint: deployments as tools
+         * @description JSON-RPC messages of the Model Context Protocol (revision 2025-11-25). POST a message; the answer is JSON, or SSE for tools/call when Accept lists text/event-stream. Notifications answer 202. See docs/mcp.md.
+         */
+        get: operations["mcpWithoutSession"];
+        put?: never;
+        /**
+         * MCP Streamable HTTP endpoint: deployments as tools
+         * @description JSON-RPC messages of the Model Context Protocol (revision 2025-11-25). POST a message; the answer is JSON, or SSE for tools/call when Accept lists text/event-stream. Notifications answer 202. See docs/mcp.md.
+         */
+        post: operations["mcp"];
+        /**
+         * MCP Streamable HTTP endpoint: deployments as tools
+         * @description JSON-RPC messages of the Model Context Protocol (revision 2025-11-25). POST a message; the answer is JSON, or SSE for tools/call when Accept lists text/event-stream. Notifications answer 202. See docs/mcp.md.
+         */
+        delete: operations["mcpWithoutSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/readyz": {
         parameters: {
             query?: never;
@@ -697,6 +2209,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tokens, calls and cost of the organization’s runs, summed by day, deployment or model
+         * @description Runs created in [`from`, `to`) (default: the last 30 days), of one deployment when `deployment_id` is given. `cost` is in USD over the models with a price (built-in or MODEL_PRICES_FILE); runs without LLM calls are left out.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -1259,6 +2791,418 @@ export interface components {
             id: string;
             name: string | null;
         };
+        LangGraphAssistant: {
+            assistant_id: string;
+            config: {
+                [key: string]: unknown;
+            };
+            context: {
+                [key: string]: unknown;
+            };
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            description: string | null;
+            graph_id: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            name: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            updated_at: string;
+            version: number;
+        };
+        LangGraphAssistantInput: {
+            assistant_id: string;
+            config: {
+                [key: string]: unknown;
+            };
+            context: {
+                [key: string]: unknown;
+            };
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            description: string | null;
+            graph_id: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            name: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            updated_at: string;
+            version: number;
+        };
+        LangGraphAssistantVersion: {
+            assistant_id: string;
+            config: {
+                [key: string]: unknown;
+            };
+            context: {
+                [key: string]: unknown;
+            };
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            description: string | null;
+            graph_id: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            name: string;
+            version: number;
+        };
+        LangGraphAssistantVersionInput: {
+            assistant_id: string;
+            config: {
+                [key: string]: unknown;
+            };
+            context: {
+                [key: string]: unknown;
+            };
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            description: string | null;
+            graph_id: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            name: string;
+            version: number;
+        };
+        LangGraphCron: {
+            assistant_id: string;
+            created_at: string;
+            cron_id: string;
+            enabled: boolean;
+            end_time: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            next_run_date: string | null;
+            on_run_completed: string | null;
+            payload: {
+                [key: string]: unknown;
+            };
+            schedule: string;
+            thread_id: string | null;
+            timezone: string;
+            updated_at: string;
+            user_id: string | null;
+        };
+        LangGraphCronInput: {
+            assistant_id: string;
+            created_at: string;
+            cron_id: string;
+            enabled: boolean;
+            end_time: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            next_run_date: string | null;
+            on_run_completed: string | null;
+            payload: {
+                [key: string]: unknown;
+            };
+            schedule: string;
+            thread_id: string | null;
+            timezone: string;
+            updated_at: string;
+            user_id: string | null;
+        };
+        LangGraphError: {
+            detail: string;
+        };
+        LangGraphErrorInput: {
+            detail: string;
+        };
+        LangGraphRun: {
+            assistant_id: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            kwargs: {
+                [key: string]: unknown;
+            };
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            multitask_strategy: "reject" | "interrupt" | "rollback" | "enqueue";
+            run_id: string;
+            /** @enum {string} */
+            status: "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
+            thread_id: string | null;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            updated_at: string;
+        };
+        LangGraphRunInput: {
+            assistant_id: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            kwargs: {
+                [key: string]: unknown;
+            };
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            multitask_strategy: "reject" | "interrupt" | "rollback" | "enqueue";
+            run_id: string;
+            /** @enum {string} */
+            status: "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
+            thread_id: string | null;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            updated_at: string;
+        };
+        LangGraphStoreItem: {
+            created_at: string;
+            key: string;
+            namespace: string[];
+            updated_at: string;
+            value: {
+                [key: string]: unknown;
+            };
+        };
+        LangGraphStoreItemInput: {
+            created_at: string;
+            key: string;
+            namespace: string[];
+            updated_at: string;
+            value: {
+                [key: string]: unknown;
+            };
+        };
+        LangGraphThread: {
+            config: {
+                [key: string]: unknown;
+            };
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            error: unknown | null;
+            interrupts: {
+                [key: string]: {
+                    id: string;
+                    value: unknown;
+                }[];
+            };
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status: "idle" | "busy" | "interrupted" | "error";
+            thread_id: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            updated_at: string;
+            values: {
+                [key: string]: unknown;
+            } | null;
+        };
+        LangGraphThreadInput: {
+            config: {
+                [key: string]: unknown;
+            };
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at: string;
+            error: unknown | null;
+            interrupts: {
+                [key: string]: {
+                    id: string;
+                    value: unknown;
+                }[];
+            };
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status: "idle" | "busy" | "interrupted" | "error";
+            thread_id: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            updated_at: string;
+            values: {
+                [key: string]: unknown;
+            } | null;
+        };
+        LangGraphThreadState: {
+            checkpoint: {
+                checkpoint_id: string;
+                checkpoint_map: {
+                    [key: string]: unknown;
+                } | null;
+                checkpoint_ns: string;
+                thread_id: string;
+            };
+            created_at: string | null;
+            interrupts: {
+                id: string;
+                value: unknown;
+            }[];
+            metadata: {
+                [key: string]: unknown;
+            };
+            next: string[];
+            parent_checkpoint: {
+                checkpoint_id: string;
+                checkpoint_map: {
+                    [key: string]: unknown;
+                } | null;
+                checkpoint_ns: string;
+                thread_id: string;
+            } | null;
+            tasks: {
+                checkpoint: {
+                    checkpoint_id: string;
+                    checkpoint_map: {
+                        [key: string]: unknown;
+                    } | null;
+                    checkpoint_ns: string;
+                    thread_id: string;
+                } | null;
+                error: string | null;
+                id: string;
+                interrupts: {
+                    id: string;
+                    value: unknown;
+                }[];
+                name: string;
+                path: unknown[];
+                result: unknown | null;
+                state: unknown | null;
+            }[];
+            values: {
+                [key: string]: unknown;
+            } | unknown[];
+        };
+        LangGraphThreadStateInput: {
+            checkpoint: {
+                checkpoint_id: string;
+                checkpoint_map: {
+                    [key: string]: unknown;
+                } | null;
+                checkpoint_ns: string;
+                thread_id: string;
+            };
+            created_at: string | null;
+            interrupts: {
+                id: string;
+                value: unknown;
+            }[];
+            metadata: {
+                [key: string]: unknown;
+            };
+            next: string[];
+            parent_checkpoint: {
+                checkpoint_id: string;
+                checkpoint_map: {
+                    [key: string]: unknown;
+                } | null;
+                checkpoint_ns: string;
+                thread_id: string;
+            } | null;
+            tasks: {
+                checkpoint: {
+                    checkpoint_id: string;
+                    checkpoint_map: {
+                        [key: string]: unknown;
+                    } | null;
+                    checkpoint_ns: string;
+                    thread_id: string;
+                } | null;
+                error: string | null;
+                id: string;
+                interrupts: {
+                    id: string;
+                    value: unknown;
+                }[];
+                name: string;
+                path: unknown[];
+                result: unknown | null;
+                state: unknown | null;
+            }[];
+            values: {
+                [key: string]: unknown;
+            } | unknown[];
+        };
+        ListedRun: {
+            completed_at?: string | null;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at?: string;
+            /** @description the cron that started the run, if one did */
+            cron_id?: string | null;
+            deployment_id?: string;
+            /** @enum {string} */
+            environment?: "production" | "staging";
+            /** @description only when failed */
+            error_message?: string | null;
+            id: string;
+            input?: {
+                [key: string]: unknown;
+            };
+            /** @description final output; only when succeeded */
+            output?: {
+                [key: string]: unknown;
+            } | null;
+            started_at?: string | null;
+            /** @enum {string} */
+            status?: "pending" | "running" | "succeeded" | "failed" | "canceled";
+            thread_id?: string | null;
+            /** @description its OpenTelemetry trace, when tracing is on */
+            trace_id?: string | null;
+            /** @description tokens and cost of its LLM calls, by model; null until a call is reported */
+            usage?: components["schemas"]["RunUsage"] | null;
+            version_id?: string;
+        };
+        ListedRunInput: {
+            completed_at?: string | null;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            created_at?: string;
+            /** @description the cron that started the run, if one did */
+            cron_id?: string | null;
+            deployment_id?: string;
+            /** @enum {string} */
+            environment?: "production" | "staging";
+            /** @description only when failed */
+            error_message?: string | null;
+            id: string;
+            input?: {
+                [key: string]: unknown;
+            };
+            /** @description final output; only when succeeded */
+            output?: {
+                [key: string]: unknown;
+            } | null;
+            started_at?: string | null;
+            /** @enum {string} */
+            status?: "pending" | "running" | "succeeded" | "failed" | "canceled";
+            thread_id?: string | null;
+            /** @description its OpenTelemetry trace, when tracing is on */
+            trace_id?: string | null;
+            /** @description tokens and cost of its LLM calls, by model; null until a call is reported */
+            usage?: components["schemas"]["RunUsageInput"] | null;
+            version_id?: string;
+        };
+        ModelUsage: {
+            cached_input_tokens: number;
+            /** @description LLM calls reported */
+            calls: number;
+            /** @description USD; null when the model has no price */
+            cost: number | null;
+            /** @description all input, cached input included */
+            input_tokens: number;
+            /** @description all output, reasoning included */
+            output_tokens: number;
+            reasoning_tokens: number;
+            total_tokens: number;
+        };
+        ModelUsageInput: {
+            cached_input_tokens: number;
+            /** @description LLM calls reported */
+            calls: number;
+            /** @description USD; null when the model has no price */
+            cost: number | null;
+            /** @description all input, cached input included */
+            input_tokens: number;
+            /** @description all output, reasoning included */
+            output_tokens: number;
+            reasoning_tokens: number;
+            total_tokens: number;
+        };
         Organization: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
@@ -1338,6 +3282,10 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "running" | "succeeded" | "failed" | "canceled";
             thread_id: string | null;
+            /** @description its OpenTelemetry trace, when tracing is on */
+            trace_id: string | null;
+            /** @description tokens and cost of its LLM calls, by model; null until a call is reported */
+            usage: components["schemas"]["RunUsage"] | null;
             version_id: string;
         };
         RunCommand: {
@@ -1379,7 +3327,47 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "running" | "succeeded" | "failed" | "canceled";
             thread_id: string | null;
+            /** @description its OpenTelemetry trace, when tracing is on */
+            trace_id: string | null;
+            /** @description tokens and cost of its LLM calls, by model; null until a call is reported */
+            usage: components["schemas"]["RunUsageInput"] | null;
             version_id: string;
+        };
+        RunUsage: {
+            by_model: {
+                [key: string]: components["schemas"]["ModelUsage"];
+            };
+            cached_input_tokens: number;
+            /** @description LLM calls reported */
+            calls: number;
+            /** @description USD over the priced models; null when none is priced */
+            cost: number | null;
+            /** @description all input, cached input included */
+            input_tokens: number;
+            /** @description all output, reasoning included */
+            output_tokens: number;
+            reasoning_tokens: number;
+            total_tokens: number;
+            /** @description models without a price: their tokens are not in `cost` */
+            unpriced_models: string[];
+        };
+        RunUsageInput: {
+            by_model: {
+                [key: string]: components["schemas"]["ModelUsageInput"];
+            };
+            cached_input_tokens: number;
+            /** @description LLM calls reported */
+            calls: number;
+            /** @description USD over the priced models; null when none is priced */
+            cost: number | null;
+            /** @description all input, cached input included */
+            input_tokens: number;
+            /** @description all output, reasoning included */
+            output_tokens: number;
+            reasoning_tokens: number;
+            total_tokens: number;
+            /** @description models without a price: their tokens are not in `cost` */
+            unpriced_models: string[];
         };
         Table: {
             columns: components["schemas"]["Column"][];
@@ -1406,7 +3394,8 @@ export interface components {
         Thread: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
-            deployment_id: string;
+            /** @description null for a thread made through the LangGraph API until its first run binds it to a deployment */
+            deployment_id: string | null;
             /** @description what the last run stopped at when the thread is `interrupted` (run.interrupted); [] otherwise */
             interrupts: components["schemas"]["ThreadInterrupt"][];
             metadata: {
@@ -1447,7 +3436,8 @@ export interface components {
         ThreadInput: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
             created_at: string;
-            deployment_id: string;
+            /** @description null for a thread made through the LangGraph API until its first run binds it to a deployment */
+            deployment_id: string | null;
             /** @description what the last run stopped at when the thread is `interrupted` (run.interrupted); [] otherwise */
             interrupts: components["schemas"]["ThreadInterruptInput"][];
             metadata: {
@@ -1470,6 +3460,52 @@ export interface components {
         ThreadInterruptInput: {
             id?: string;
             value: unknown;
+        };
+        Usage: {
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            from: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            to: string;
+            usage: components["schemas"]["UsageRow"][];
+        };
+        UsageInput: {
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            from: string;
+            /** @description ISO 8601 timestamp, UTC, with milliseconds */
+            to: string;
+            usage: components["schemas"]["UsageRowInput"][];
+        };
+        UsageRow: {
+            cached_input_tokens: number;
+            /** @description LLM calls reported */
+            calls: number;
+            /** @description USD over priced models; null when none was priced */
+            cost: number | null;
+            /** @description all input, cached input included */
+            input_tokens: number;
+            /** @description the day, deployment id or model */
+            key: string;
+            /** @description all output, reasoning included */
+            output_tokens: number;
+            reasoning_tokens: number;
+            runs: number;
+            total_tokens: number;
+        };
+        UsageRowInput: {
+            cached_input_tokens: number;
+            /** @description LLM calls reported */
+            calls: number;
+            /** @description USD over priced models; null when none was priced */
+            cost: number | null;
+            /** @description all input, cached input included */
+            input_tokens: number;
+            /** @description the day, deployment id or model */
+            key: string;
+            /** @description all output, reasoning included */
+            output_tokens: number;
+            reasoning_tokens: number;
+            runs: number;
+            total_tokens: number;
         };
         Webhook: {
             /** @description ISO 8601 timestamp, UTC, with milliseconds */
@@ -1725,6 +3761,1239 @@ export interface operations {
                         status: "ok";
                     };
                 };
+            };
+        };
+    };
+    langgraphCreateAssistant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    assistant_id?: string | null;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    description?: string | null;
+                    graph_id: string;
+                    if_exists?: ("raise" | "do_nothing") | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphAssistant"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphGetAssistant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assistant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphAssistant"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphDeleteAssistant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assistant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphUpdateAssistant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assistant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    description?: string | null;
+                    graph_id?: string | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphAssistant"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphAssistantGraph: {
+        parameters: {
+            query?: {
+                xray?: number | ("true" | "false");
+            };
+            header?: never;
+            path: {
+                assistant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        edges: {
+                            [key: string]: unknown;
+                        }[];
+                        nodes: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphSetLatestAssistantVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assistant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    version: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphAssistant"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphAssistantSchemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assistant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        config_schema: {
+                            [key: string]: unknown;
+                        } | null;
+                        context_schema: {
+                            [key: string]: unknown;
+                        } | null;
+                        graph_id: string;
+                        input_schema: {
+                            [key: string]: unknown;
+                        } | null;
+                        output_schema: {
+                            [key: string]: unknown;
+                        } | null;
+                        state_schema: {
+                            [key: string]: unknown;
+                        } | null;
+                    };
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphAssistantSubgraphs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assistant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphAssistantVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assistant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    limit?: number | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    offset?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphAssistantVersion"][];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphCountAssistants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    graph_id?: string | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphSearchAssistants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    graph_id?: string | null;
+                    limit?: number | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    name?: string | null;
+                    offset?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphAssistant"][];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        flags: {
+                            assistants: boolean;
+                            crons: boolean;
+                            langsmith: boolean;
+                        };
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        version: string;
+                    };
+                };
+            };
+        };
+    };
+    langgraphOk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                    };
+                };
+            };
+        };
+    };
+    langgraphCreateCron: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    assistant_id: string;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    enabled?: boolean | null;
+                    input?: {
+                        [key: string]: unknown;
+                    } | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "enqueue" | "interrupt" | "rollback") | null;
+                    schedule: string;
+                    timezone?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphCron"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphDeleteCron: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cron_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphCountCrons: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    assistant_id?: string | null;
+                    thread_id?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphSearchCrons: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    assistant_id?: string | null;
+                    limit?: number | null;
+                    offset?: number | null;
+                    thread_id?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphCron"][];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphGetItem: {
+        parameters: {
+            query: {
+                key: string;
+                namespace?: string;
+                refresh_ttl?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphStoreItem"] | null;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphPutItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    index?: (false | string[]) | null;
+                    key: string;
+                    namespace: string[];
+                    ttl?: number | null;
+                    value: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphDeleteItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    key: string;
+                    namespace: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphSearchItems: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    filter?: {
+                        [key: string]: unknown;
+                    } | null;
+                    limit?: number | null;
+                    namespace_prefix?: string[] | null;
+                    offset?: number | null;
+                    query?: string | null;
+                    refresh_ttl?: boolean | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            created_at: string;
+                            key: string;
+                            namespace: string[];
+                            score: number | null;
+                            updated_at: string;
+                            value: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                    };
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphListNamespaces: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    limit?: number | null;
+                    max_depth?: number | null;
+                    offset?: number | null;
+                    prefix?: string[] | null;
+                    suffix?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        namespaces: string[][];
+                    };
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphCreateThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    if_exists?: ("raise" | "do_nothing") | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    thread_id?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThread"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphGetThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThread"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphDeleteThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphUpdateThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThread"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphCopyThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThread"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphThreadHistory: {
+        parameters: {
+            query?: {
+                before?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThreadState"][];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphSearchThreadHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    before?: unknown;
+                    checkpoint?: {
+                        [key: string]: unknown;
+                    } | null;
+                    limit?: number | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThreadState"][];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphCreateThreadCron: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    assistant_id: string;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    enabled?: boolean | null;
+                    input?: {
+                        [key: string]: unknown;
+                    } | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "enqueue" | "interrupt" | "rollback") | null;
+                    schedule: string;
+                    timezone?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphCron"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphThreadState: {
+        parameters: {
+            query?: {
+                subgraphs?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThreadState"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphUpdateThreadState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    as_node?: string | null;
+                    checkpoint?: {
+                        [key: string]: unknown;
+                    } | null;
+                    checkpoint_id?: string | null;
+                    values?: ({
+                        [key: string]: unknown;
+                    } | unknown[]) | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        checkpoint: {
+                            checkpoint_id: string;
+                            checkpoint_map: {
+                                [key: string]: unknown;
+                            } | null;
+                            checkpoint_ns: string;
+                            thread_id: string;
+                        };
+                    };
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphThreadStateAt: {
+        parameters: {
+            query?: {
+                subgraphs?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                checkpoint_id: string;
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThreadState"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphThreadStateAtCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    checkpoint: {
+                        [key: string]: unknown;
+                    };
+                    subgraphs?: boolean | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThreadState"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphCountThreads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    status?: ("idle" | "busy" | "interrupted" | "error") | null;
+                    values?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    langgraphSearchThreads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    ids?: string[] | null;
+                    limit?: number | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    offset?: number | null;
+                    sort_by?: ("thread_id" | "status" | "created_at" | "updated_at") | null;
+                    sort_order?: ("asc" | "desc") | null;
+                    status?: ("idle" | "busy" | "interrupted" | "error") | null;
+                    values?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphThread"][];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
+    mcpWithoutSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    mcpWithoutSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -2830,6 +6099,8 @@ export interface operations {
                 /** @description runs started by this cron */
                 cron_id?: string;
                 deployment_id?: string;
+                /** @description the fields each run has, e.g. `id,status,usage`; default all. Leaving out input, output and usage keeps a list light */
+                fields?: string;
                 /** @description default 50, at most 1000 (larger values are clamped) */
                 limit?: number;
                 offset?: number;
@@ -2849,7 +6120,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        runs: components["schemas"]["Run"][];
+                        runs: components["schemas"]["ListedRun"][];
                         total: number;
                     };
                 };
@@ -2870,6 +6141,8 @@ export interface operations {
             header?: {
                 /** @description the same key with the same body within 24 hours answers the first response and starts nothing */
                 "idempotency-key"?: string;
+                /** @description W3C trace context: with tracing on, the run’s span is a child of this span */
+                traceparent?: string;
             };
             path?: never;
             cookie?: never;
@@ -3742,6 +7015,8 @@ export interface operations {
             header?: {
                 /** @description the same key with the same body within 24 hours answers the first response and starts nothing */
                 "idempotency-key"?: string;
+                /** @description W3C trace context: with tracing on, the run’s span is a child of this span */
+                traceparent?: string;
             };
             path: {
                 id: string;
@@ -3785,6 +7060,42 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                deployment_id?: string;
+                /** @description default 30 days ago */
+                from?: string;
+                /** @description `day`: keys are UTC dates (YYYY-MM-DD) */
+                group_by?: "day" | "deployment" | "model";
+                /** @description default now */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -4127,6 +7438,8 @@ export interface operations {
             header?: {
                 /** @description the same key with the same body within 24 hours answers the first response and starts nothing */
                 "idempotency-key"?: string;
+                /** @description W3C trace context: with tracing on, the run’s span is a child of this span */
+                traceparent?: string;
             };
             path: {
                 token: string;
