@@ -61,7 +61,9 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, option
     return refuse(reply, 403, `Origin ${origin} may not call /mcp: add it to MCP_ALLOWED_ORIGINS to allow it`);
   });
 
+  // Out of the OpenAPI document (and the typed client): JSON-RPC messages, described by the MCP specification.
   const schema = {
+    hide: true,
     tags: ['mcp'],
     summary: 'MCP Streamable HTTP endpoint: deployments as tools',
     description:
