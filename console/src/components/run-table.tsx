@@ -9,6 +9,9 @@ import { NamedDeployment, useDeploymentNames } from './names.js';
 import { Duration, RunStatus } from './run-status.js';
 import { ErrorText, Field, parseJson, When } from './ui.js';
 
+/** A run list asked for without `fields`: each run has every field (GET /v1/runs, CONTRACTS §15). */
+export const wholeRuns = (runs: Schemas['ListedRun'][]) => runs as Schemas['Run'][];
+
 /** Runs as a table: status ("waiting for input" at an interrupt), deployment by name, duration. */
 export function RunTable({ runs, label = 'Runs' }: { runs: Schemas['Run'][]; label?: string }) {
   const names = useDeploymentNames();

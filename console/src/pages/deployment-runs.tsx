@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
-import { RunTable, StartRunForm } from '../components/run-table.js';
+import { RunTable, StartRunForm, wholeRuns } from '../components/run-table.js';
 import { ErrorText } from '../components/ui.js';
 import { useSession } from '../session.js';
 
@@ -32,7 +32,7 @@ export function DeploymentRuns({ deploymentId }: { deploymentId: string }) {
         </div>
       ) : null}
       <ErrorText error={runs.error} />
-      {runs.data ? <RunTable label="Runs of this deployment" runs={runs.data.runs} /> : null}
+      {runs.data ? <RunTable label="Runs of this deployment" runs={wholeRuns(runs.data.runs)} /> : null}
       {total > SHOWN ? (
         <p>
           <a href={`#/runs?deployment=${encodeURIComponent(deploymentId)}`}>All {total} runs</a>

@@ -3,6 +3,7 @@ import { unwrap } from '../../../src/client/index.js';
 import { DetailHeader, Fact, Facts } from '../components/detail-header.js';
 import { DeploymentName } from '../components/names.js';
 import { Duration, RunStatus } from '../components/run-status.js';
+import { formatCost, RunUsageTable } from '../components/run-usage.js';
 import { Timeline, useEventStream } from '../components/timeline.js';
 import { ErrorText, Json, When } from '../components/ui.js';
 import { href } from '../router.js';
@@ -49,6 +50,8 @@ export function RunDetail({ id }: { id: string }) {
           <Fact name="Duration">
             <Duration run={data} />
           </Fact>
+          <Fact name="Cost">{data.usage ? formatCost(data.usage.cost) : '—'}</Fact>
+          <Fact name="Trace">{data.trace_id ?? '—'}</Fact>
         </Facts>
       ) : null}
       {data && (data.status === 'pending' || data.status === 'running') ? (
@@ -63,6 +66,12 @@ export function RunDetail({ id }: { id: string }) {
         </div>
       ) : null}
       <Timeline label="Timeline" {...stream} />
+      {data ? (
+        <section aria-label="Usage">
+          <h2>Usage</h2>
+          <RunUsageTable usage={data.usage} />
+        </section>
+      ) : null}
       {data ? <Json label="Input" value={data.input} /> : null}
       {data?.output ? <Json label="Output" value={data.output} /> : null}
     </>

@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
-import { RunTable, StartRunForm } from '../components/run-table.js';
+import { RunTable, StartRunForm, wholeRuns } from '../components/run-table.js';
 import { ErrorText, Field, Pager } from '../components/ui.js';
 import { hashQuery } from '../router.js';
 import { useSession } from '../session.js';
@@ -90,7 +90,7 @@ function RunList() {
         </Field>
       </form>
       <ErrorText error={runs.error} />
-      {runs.data ? <RunTable runs={runs.data.runs} /> : null}
+      {runs.data ? <RunTable runs={wholeRuns(runs.data.runs)} /> : null}
       {runs.data ? (
         <Pager
           offset={offset}
