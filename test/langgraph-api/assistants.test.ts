@@ -1,11 +1,38 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultAssistantId } from '../../src/langgraph-api/translate.js';
 import { ADMIN_KEY } from '../helpers/app.js';
-import { explainWithoutPython, testPython } from '../python/helpers.js';
+import { deployGraphBundle, explainWithoutPython, testPython } from '../python/helpers.js';
 import type { RunContext } from '../runs/helpers.js';
 import { runSdkScript, startWithAgent } from './helpers.js';
 
 explainWithoutPython('LangGraph API assistants through langgraph-sdk');
+
+/** A graph with a state and a context schema of its own. */
+const ECHO_GRAPH = `
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict, total=False):
+    text: str
+    echo: str
+
+
+class Context(TypedDict, total=False):
+    user: str
+
+
+def say(state: State):
+    return {"echo": state.get("text", "")}
+
+
+builder = StateGraph(State, context_schema=Context)
+builder.add_node("say", say)
+builder.add_edge(START, "say")
+builder.add_edge("say", END)
+graph = builder.compile()
+`;
 
 describe.runIf(testPython() !== null)('LangGraph API assistants through langgraph-sdk', () => {
   let ctx: RunContext;
@@ -22,6 +49,21 @@ describe.runIf(testPython() !== null)('LangGraph API assistants through langgrap
   }, async () => {
     const result = await runSdkScript('assistants.py', { url, key: ADMIN_KEY });
     expect(result.default).toBe(defaultAssistantId(deploymentId));
+  });
+
+  it("serves a bundle graph's schemas and drawing, as the build's import check recorded them", {
+    timeout: 120_000,
+  }, async () => {
+    await deployGraphBundle(ctx, 'echo', ECHO_GRAPH);
+    const schemas = await ctx.call('GET', '/langgraph/assistants/echo/schemas');
+    expect(schemas.statusCode, schemas.body).toBe(200);
+    const body = schemas.json();
+    expect(body.graph_id).toBe('echo');
+    expect(body.input_schema.properties.text).toEqual({ type: 'string' });
+    expect(body.state_schema.properties).toHaveProperty('echo');
+    expect(body.context_schema.properties).toHaveProperty('user');
+    const graph = (await ctx.call('GET', '/langgraph/assistants/echo/graph')).json();
+    expect(graph.nodes.map((node: { id: string }) => node.id)).toEqual(['__start__', 'say', '__end__']);
   });
 
   it("answers 404 for another organization's assistant, by its UUID or its graph_id", async () => {

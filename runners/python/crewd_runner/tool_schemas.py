@@ -1,4 +1,5 @@
-"""What the import check records of an entry point for crewd's MCP tools (docs/mcp.md): its input, output, description.
+"""What the import check records of an entry point for crewd's MCP tools (docs/mcp.md): its input, output, description;
+and, of a graph, its state and context schemas and its drawing, for the LangGraph API (docs/langgraph.md).
 
 A LangGraph graph gives its input and output JSON schemas; a CrewAI crew its `{placeholders}` (of its agents' roles,
 goals and backstories and its tasks' descriptions and expected outputs) as string properties; a flow its state model.
@@ -65,6 +66,42 @@ def _graph_schema(graph: Any, which: str) -> dict[str, Any] | None:
     return schema
 
 
+def _state_schema(graph: Any) -> dict[str, Any] | None:
+    """The graph's state as a schema (the LangGraph API's `state_schema`): its state type, through pydantic or its
+    annotations."""
+    state_type = getattr(getattr(graph, "builder", None), "state_schema", None)
+    if state_type is None:
+        return None
+    try:
+        from pydantic import TypeAdapter
+
+        schema: dict[str, Any] = TypeAdapter(state_type).json_schema()
+    except Exception:  # noqa: BLE001 (pydantic refuses some state types: their annotations are read instead)
+        return _annotations_schema(state_type)
+    return schema
+
+
+def _context_schema(graph: Any) -> dict[str, Any] | None:
+    """The graph's run-time context schema, for graphs that declare one (`StateGraph(..., context_schema=...)`)."""
+    context_type = getattr(getattr(graph, "builder", None), "context_schema", None)
+    if context_type is None:
+        return None
+    try:
+        schema: dict[str, Any] = graph.get_context_jsonschema()
+    except Exception:  # noqa: BLE001 (pydantic refuses some context types: their annotations are read instead)
+        return _annotations_schema(context_type)
+    return schema
+
+
+def _drawing(graph: Any) -> dict[str, Any] | None:
+    """The graph's nodes and edges as LangGraph draws them (the LangGraph API's `/assistants/{id}/graph`)."""
+    try:
+        drawn: dict[str, Any] = graph.get_graph().to_json()
+    except Exception:  # noqa: BLE001 (a graph that cannot be drawn is still a graph)
+        return None
+    return drawn
+
+
 def _graph(target: object) -> dict[str, Any]:
     graph: Any = target
     if not hasattr(graph, "astream") and hasattr(graph, "compile"):
@@ -72,6 +109,9 @@ def _graph(target: object) -> dict[str, Any]:
     if not hasattr(graph, "get_input_jsonschema"):
         return {}
     found = {which: _graph_schema(graph, which) for which in ("input", "output")}
+    found["state"] = _state_schema(graph)
+    found["context"] = _context_schema(graph)
+    found["graph"] = _drawing(graph)
     return {which: schema for which, schema in found.items() if schema is not None}
 
 

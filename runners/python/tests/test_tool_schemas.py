@@ -26,6 +26,17 @@ def test_a_graph_records_its_input_and_output_schemas():
         assert schemas[which]["properties"]["echo"] == {"type": "string"}
 
 
+def test_a_graph_records_its_state_schema_and_its_drawing_for_the_langgraph_api():
+    code, report = check("graph", "echo_graph.py:graph")
+    assert code == 0, report
+    schemas = recorded(report)
+    assert schemas["state"]["properties"]["text"] == {"type": "string"}
+    nodes = [node["id"] for node in schemas["graph"]["nodes"]]
+    assert nodes[0] == "__start__" and nodes[-1] == "__end__" and len(nodes) > 2, nodes
+    assert all({"source", "target"} <= set(edge) for edge in schemas["graph"]["edges"])
+    assert "context" not in schemas  # the graph declares no context schema
+
+
 def test_a_graph_factory_is_not_called_and_records_nothing(tmp_path):
     (tmp_path / "graph.py").write_text("def graph():\n    raise SystemExit('a factory is never called by the check')\n")
     code, report = check("graph", "graph.py:graph", cwd=tmp_path)
