@@ -35,6 +35,7 @@ import { createRunStreams } from './streams/streams.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
 import { composeTelemetry } from './telemetry/compose.js';
+import { createRunMetrics } from './telemetry/run-metrics.js';
 import { takeThreadForRun, threadRunEndHook, threadRunStopped, threadStateLoader } from './threads/run-hooks.js';
 import { createThreadService } from './threads/service.js';
 import { createIncomingWebhookService } from './webhooks/incoming-service.js';
@@ -104,9 +105,11 @@ export async function composeServices({ config, database, logger, ...options }: 
     }));
   const timings = { ...DEFAULT_RUN_TIMINGS, ...options.timings };
   const metrics = createMetrics(() => countActiveRuns(db));
+  const runMetrics = createRunMetrics(metrics.registry);
   const observer: RunObserver = {
     runStarted: () => metrics.runsStarted.inc(),
     runFinished: (status) => metrics.runsFinished.inc({ status }),
+    runEnded: (run) => runMetrics.runEnded(run),
     eventsRelayed: (count) => metrics.eventsRelayed.inc(count),
     streamOpened: () => metrics.openStreams.inc(),
     streamClosed: () => metrics.openStreams.dec(),

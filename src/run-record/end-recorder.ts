@@ -157,6 +157,7 @@ export function createEndRecorder(options: {
     options.signals.emit('ended', { runId: request.runId });
     for (const followUp of afterCommit) followUp();
     options.observer?.runFinished?.(ended.end.status);
+    options.observer?.runEnded?.(ended.run);
     bus.publish(request.runId, liveEnd(ended));
   }
 
