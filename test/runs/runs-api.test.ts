@@ -44,6 +44,8 @@ describe('run endpoints', () => {
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       started_at: expect.stringMatching(/Z$/),
       completed_at: expect.stringMatching(/Z$/),
+      usage: null,
+      trace_id: null,
     });
     expect(Date.parse(run.started_at)).toBeGreaterThanOrEqual(Date.parse(run.created_at));
     expect(Date.parse(run.completed_at)).toBeGreaterThanOrEqual(Date.parse(run.started_at));
