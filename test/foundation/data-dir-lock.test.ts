@@ -17,7 +17,9 @@ function startTime(pid: number): string {
 /** A live process of another program, standing in for whoever holds a pid. */
 function sleeper() {
   const child = spawn('sleep', ['60'], { stdio: 'ignore' });
-  return { pid: child.pid as number, stop: () => child.kill('SIGKILL') };
+  // 'exit' comes once Node has reaped it: its pid names no process from then on.
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return { pid: child.pid as number, stop: () => child.kill('SIGKILL'), exited };
 }
 
 describe('one crewd per DATA_DIR (real server processes)', () => {
@@ -85,7 +87,7 @@ describe('lockDataDir', () => {
   it('takes over a lock whose process is gone, or whose pid now belongs to another process', async () => {
     const dead = sleeper();
     dead.stop();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await dead.exited;
     const reused = sleeper();
     others.push(reused.stop);
     for (const stale of [

@@ -66,7 +66,10 @@ describe('run event stream', () => {
     const { run_id } = await startRun(ctx, slow, { ticks: 3, interval_ms: 100 });
     const { port } = new URL(ctx.baseUrl);
     const socket = net.connect(Number(port), '127.0.0.1');
-    socket.write(`GET /v1/runs/${run_id}/events HTTP/1.0\r\nAuthorization: Bearer ${ADMIN_KEY}\r\n\r\n`);
+    // From the first event: the run may have ended before the stream opens, and the frames are the same replayed.
+    socket.write(
+      `GET /v1/runs/${run_id}/events?last_event_id=0 HTTP/1.0\r\nAuthorization: Bearer ${ADMIN_KEY}\r\n\r\n`,
+    );
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     await new Promise((resolve) => socket.once('close', resolve));
@@ -183,17 +186,21 @@ describe('run event stream', () => {
       .values({ run_id: 'run_elsewhere', seq: 1, type: 'run.started', data: '{"entrypoint":"x"}' })
       .execute();
 
-    const finishLater = until(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 350));
-      await db
-        .updateTable('runs')
-        .set({ status: 'succeeded', output: '{"done":true}', completed_at: new Date() })
-        .where('id', '=', 'run_elsewhere')
-        .execute();
-      return true;
+    // The run ends elsewhere once the stream has sent a heartbeat read from the stored run.
+    let finished: Promise<unknown> | undefined;
+    const stream = await readStream(url('run_elsewhere'), {
+      stopWhen: (message) => {
+        if (!finished && (message.data as { type?: string } | undefined)?.type === 'heartbeat') {
+          finished = db
+            .updateTable('runs')
+            .set({ status: 'succeeded', output: '{"done":true}', completed_at: new Date() })
+            .where('id', '=', 'run_elsewhere')
+            .execute();
+        }
+        return false;
+      },
     });
-    const stream = await readStream(url('run_elsewhere'));
-    await finishLater;
+    await finished;
     const events = dataOf(stream.messages);
     expect(events[0]).toEqual({ type: 'run.started', data: { entrypoint: 'x' } });
     const heartbeats = events.filter((event) => event.type === 'heartbeat');
@@ -235,10 +242,16 @@ describe('run event stream', () => {
         started_at: new Date(),
       })
       .execute();
-    const streamed = readStream(url('run_vanishing'));
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    await db.deleteFrom('runs').where('id', '=', 'run_vanishing').execute();
-    const events = dataOf((await streamed).messages);
+    // Deleted once the stream is open and has sent something (a keepalive or a heartbeat).
+    let deleted: Promise<unknown> | undefined;
+    const streamed = await readStream(url('run_vanishing'), {
+      stopWhen: () => {
+        deleted ??= db.deleteFrom('runs').where('id', '=', 'run_vanishing').execute();
+        return false;
+      },
+    });
+    await deleted;
+    const events = dataOf(streamed.messages);
     expect(events.at(-1)).toEqual({ type: 'error', message: 'Run not found' });
   });
 });
