@@ -195,7 +195,7 @@ export async function composeServices({ config, database, logger, ...options }: 
       queued: [() => executor.pump()],
       threadReleased: [() => executor.pump()],
       stopRequested: [({ runId }) => executor.stopIfOwned(runId)],
-      ended: [({ runId }) => bus.notLive(runId)],
+      ended: [({ runId }) => executor.runEnded(runId)],
       instanceStarted: [({ instanceId }) => peers.hello(instanceId)],
     },
   });
@@ -253,7 +253,7 @@ export async function composeServices({ config, database, logger, ...options }: 
   });
   const streams = createRunStreams({
     db,
-    feed: bus,
+    feed: executor.runFeed(bus),
     instanceId: () => lease.id,
     timings: { keepaliveMs: timings.keepaliveMs, pollMs: timings.pollMs },
     lifetimeMs: config.eventStreamTimeoutSeconds * 1000,

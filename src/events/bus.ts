@@ -1,35 +1,19 @@
-import type { LiveEvent, LiveListener, LiveRunState, LiveSubscription, RunEventFeed } from './types.js';
-
-/** A run going on here, as a new subscriber sees it: its organization and its recent events. */
-export interface LiveRunSource {
-  orgId: string;
-  backlog(): LiveEvent[];
-}
+import type { LiveEvent, LiveListener, LiveSubscription, RunEventFeed } from './types.js';
 
 export interface LocalEventBus extends RunEventFeed {
   publish(runId: string, event: LiveEvent): void;
   listenerCount(runId: string): number;
-  /** A run started here: until `notLive`, new subscribers get its owner and recent events (no store read needed). */
-  live(runId: string, source: LiveRunSource): void;
-  /** The run's end committed, or its process is gone: new subscribers read it from the store. */
-  notLive(runId: string): void;
   /** Events of a run going on here have been stored (other instances may now be told). */
   stored?(runId: string, events: readonly LiveEvent[]): void;
 }
 
 /**
- * In-process fan-out of run events; publishing never waits on a listener. Runs going on here are
- * told to it as they start (src/execution/) and leave it when their end commits, so a new
- * subscriber of one gets what it missed from memory.
+ * In-process fan-out of run events; publishing never waits on a listener. It knows nothing of the
+ * runs themselves: what a new stream missed of a run going on here, the owner of the run adds
+ * (execution/running-runs.ts `runFeed`, builds/stream-source.ts `buildFeed`).
  */
 export function createLocalEventBus(): LocalEventBus {
   const listeners = new Map<string, Set<LiveListener>>();
-  const live = new Map<string, LiveRunSource>();
-
-  function liveState(runId: string): LiveRunState | null {
-    const source = live.get(runId);
-    return source ? { orgId: source.orgId, backlog: source.backlog() } : null;
-  }
 
   return {
     subscribe(runId: string, listener: LiveListener): LiveSubscription {
@@ -40,7 +24,7 @@ export function createLocalEventBus(): LocalEventBus {
       }
       set.add(listener);
       return {
-        live: liveState(runId),
+        live: null,
         close() {
           const current = listeners.get(runId);
           if (!current) return;
@@ -63,13 +47,5 @@ export function createLocalEventBus(): LocalEventBus {
     },
 
     listenerCount: (runId: string) => listeners.get(runId)?.size ?? 0,
-
-    live(runId, source) {
-      live.set(runId, source);
-    },
-
-    notLive(runId) {
-      live.delete(runId);
-    },
   };
 }

@@ -33,7 +33,5 @@ export function composeFeeds(local: LocalEventBus, remote: PgEventFeed): LocalEv
     },
 
     listenerCount: (runId) => local.listenerCount(runId),
-    live: (runId, source) => local.live(runId, source),
-    notLive: (runId) => local.notLive(runId),
   };
 }

@@ -26,6 +26,8 @@ export class ActiveRun {
   ending = false;
   /** The writing of the run's end, once begun: what a second attempt to end it (a cancel, say) waits for. */
   finished: Promise<OwnEnd> | null = null;
+  /** The run's end is committed (the `ended` signal): streams read it from the store, though its process may still be going. */
+  ended = false;
   /** The status its end was first asked with (a cancel before its process started: `canceled`). */
   endedAs: TerminalRunStatus | null = null;
   private report: RunnerReport | null = null;

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
+import type { RunEventFeed } from '../events/types.js';
 import type { EndRecorder, OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { RunObserver } from '../run-record/observer.js';
 import { findEndedAmong } from '../run-record/repository.js';
@@ -202,7 +203,6 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     const run = new ActiveRun(spec, log, options.killGraceMs, limits);
     run.trace = options.tracer?.start(spec) ?? null;
     running.add(run);
-    bus.live(run.id, { orgId: run.orgId, backlog: () => log.backlog() });
     let gone = () => {};
     const left = new Promise<void>((resolve) => (gone = resolve));
     return { started: supervise(run, gone), gone: left };
@@ -227,7 +227,6 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         await run.process?.terminate();
       } finally {
         running.delete(run.id);
-        bus.notLive(run.id);
         // No process of the run is left: its slot is free; the rest is bookkeeping.
         gone();
         if (spec.run.thread_id) await threadRunStopped(run.id);
@@ -285,6 +284,12 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     get size(): number {
       return running.size;
     },
+
+    /** The run's end is committed (the `ended` signal). */
+    ended: (runId: string) => running.ended(runId),
+
+    /** The event feed for streams of runs, with what they missed of runs going on here. */
+    runFeed: (feed: RunEventFeed) => running.runFeed(feed),
 
     /** Shutdown: runs still going fail as lost and their process groups stop, so no runner outlives the service. */
     async stopAll(): Promise<void> {

@@ -58,7 +58,8 @@ export interface ExecutorOptions {
 /**
  * Runs runs on this instance: the queue of slots and pending runs, the active runs' processes,
  * and the housekeeping that keeps several instances honest. The APIs over runs use its port
- * (`admit`, `cancel`); the composition root gives the signal hub's subscribers `pump` and `stopIfOwned`.
+ * (`admit`, `cancel`); the composition root gives the signal hub's subscribers `pump`, `stopIfOwned` and
+ * `runEnded`, and streams `runFeed`.
  */
 export function createRunExecutor(options: ExecutorOptions) {
   const { lease, logger } = options;
@@ -74,6 +75,12 @@ export function createRunExecutor(options: ExecutorOptions) {
 
     /** Looks for pending runs now (a run was queued, or a thread released, here or elsewhere). */
     pump: () => queue.pump(),
+
+    /** A run's end committed: new streams of it read the store, though its process may still be going. */
+    runEnded: activeRuns.ended,
+
+    /** The event feed as streams of runs see it: runs going on here come with what a new stream missed. */
+    runFeed: activeRuns.runFeed,
 
     /** A run ended in the database while its process may run: stops the process if it runs here. */
     stopIfOwned(runId: string): void {
