@@ -1,15 +1,13 @@
-import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../helpers/app.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { explainWithoutPython, OFFLINE_ENV, RUNNER, testPython, testVenvSettings } from '../python/helpers.js';
-import { createRunContext, deploy, type RunContext } from '../runs/helpers.js';
+import { explainWithoutPython, testPython } from '../python/helpers.js';
+import type { RunContext } from '../runs/helpers.js';
+import { startWithTokenGraph } from './runs-helpers.js';
 
 explainWithoutPython('LangGraph API runs and streams through @langchain/langgraph-sdk');
 
-/** runners/python/tests/projects/token_graph.py: LangChain's fake chat model, one token per word. */
-const PROJECTS = path.join(RUNNER, 'tests/projects');
 const ALL_MODES = [
   'values',
   'updates',
@@ -56,16 +54,7 @@ describe.runIf(testPython() !== null)('LangGraph API runs and streams through @l
   let url: string;
 
   beforeAll(async () => {
-    ctx = await createRunContext(testVenvSettings());
-    const python = testPython() as string;
-    const { deploymentId } = await deploy(ctx, [python, '-m', 'crewd_runner', '--graph', 'token_graph.py:graph'], {
-      cwd: PROJECTS,
-      env: OFFLINE_ENV,
-      timeout_seconds: 120,
-    });
-    const renamed = await ctx.call('PATCH', `/v1/deployments/${deploymentId}`, { body: { name: 'chat' } });
-    expect(renamed.statusCode, renamed.body).toBe(200);
-    url = `${ctx.baseUrl}/langgraph`;
+    ({ ctx, url } = await startWithTokenGraph());
     client = new Client({ apiUrl: url, apiKey: ADMIN_KEY });
   }, 60_000);
   afterAll(async () => ctx?.close());
