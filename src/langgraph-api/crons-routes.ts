@@ -183,6 +183,36 @@ export const cronRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { db
     async (request) => (await matching(org(request), request.body)).length,
   );
 
+  app.patch(
+    '/runs/crons/:cron_id',
+    {
+      schema: {
+        tags,
+        operationId: 'langgraphUpdateCron',
+        summary: "Change a cron's schedule, time zone, input or enabling",
+        params: z.object({ cron_id: z.string() }),
+        body: z.object({
+          schedule: z.string().min(1).nullish(),
+          timezone: z.string().nullish(),
+          input: optionalObject,
+          enabled: z.boolean().nullish(),
+        }),
+        response: { 200: cronSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const { schedule, timezone, input, enabled } = request.body;
+      const cron = await crons.update(org(request), request.params.cron_id, {
+        deployment_id: undefined,
+        ...(schedule ? { schedule } : {}),
+        ...(timezone ? { timezone } : {}),
+        ...(input ? { input } : {}),
+        ...(typeof enabled === 'boolean' ? { enabled } : {}),
+      });
+      return toLangGraphCron(cron);
+    },
+  );
+
   app.delete(
     '/runs/crons/:cron_id',
     {

@@ -35,6 +35,10 @@ def sync_part(client) -> dict:
     assert client.crons.count(assistant_id="agent") == 2
     assert len(client.crons.search(limit=1)) == 1
 
+    paused = client.crons.update(on_thread["cron_id"], enabled=False, schedule="45 7 * * *")
+    check(paused, schema.Cron)
+    assert paused["enabled"] is False and paused["schedule"] == "45 7 * * *" and paused["next_run_date"] is None, paused
+
     client.crons.delete(on_thread["cron_id"])
     assert client.crons.count() == 1
     return {"cron": cron["cron_id"], "thread": thread["thread_id"]}
