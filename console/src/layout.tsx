@@ -12,6 +12,7 @@ const pages = {
   webhooks: lazy(() => import('./pages/webhooks.js')),
   'incoming-webhooks': lazy(() => import('./pages/incoming-webhooks.js')),
   crons: lazy(() => import('./pages/crons.js')),
+  usage: lazy(() => import('./pages/usage.js')),
   'api-keys': lazy(() => import('./pages/api-keys.js')),
   organizations: lazy(() => import('./pages/organizations.js')),
 };
@@ -23,6 +24,7 @@ const NAV: { page: PageName; label: string; admin: boolean }[] = [
   { page: 'threads', label: 'Threads', admin: false },
   { page: 'tables', label: 'Tables', admin: false },
   { page: 'crons', label: 'Crons', admin: false },
+  { page: 'usage', label: 'Usage', admin: false },
   { page: 'webhooks', label: 'Webhooks', admin: true },
   { page: 'incoming-webhooks', label: 'Incoming webhooks', admin: true },
   { page: 'api-keys', label: 'API keys', admin: true },

@@ -40,7 +40,10 @@ export function Json({ value, label }: { value: unknown; label: string }) {
   return (
     <figure className="json-figure">
       <figcaption>{label}</figcaption>
-      <pre className="json">{JSON.stringify(value, null, 2)}</pre>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a long value scrolls sideways, which takes keyboard focus */}
+      <pre className="json" tabIndex={0}>
+        {JSON.stringify(value, null, 2)}
+      </pre>
     </figure>
   );
 }
