@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -18,6 +19,12 @@ function refuse(reply: FastifyReply, status: number, message: string, headers: R
     .headers(headers)
     .type('application/json')
     .send(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+/** Whether the POSTed message is an initialize request (answered with a new Mcp-Session-Id). */
+function initializes(body: unknown): boolean {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.some((message) => (message as { method?: unknown } | null)?.method === 'initialize');
 }
 
 const wants = (accept: string, type: string) => accept.includes(type) || accept.includes('*/*');
@@ -47,8 +54,9 @@ function webRequest(request: FastifyRequest, sse: boolean): Request {
 
 /**
  * `/mcp`: crewd's deployments as MCP tools over Streamable HTTP (docs/mcp.md). Stateless: each POST is answered by
- * a server and transport of its own, for the key that sent it; GET and DELETE answer 405 (no sessions, no
- * server-initiated stream). The bearer key is checked by the auth plugin, as under /v1.
+ * a server and transport of its own, for the key that sent it; GET and DELETE answer 405 (no server-initiated
+ * stream, nothing kept to end). The Mcp-Session-Id given at initialize holds no state: it only tells a client's
+ * cancellations from another's of the same key. The bearer key is checked by the auth plugin, as under /v1.
  */
 export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, options) => {
   const { allowedOrigins, ...rest } = options;
@@ -87,7 +95,9 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, option
     }
     const sse = answersWithSse(accept, request.body);
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: !sse });
-    const server = createMcpServer(deps, principal);
+    const given = request.headers['mcp-session-id'];
+    const sessionId = typeof given === 'string' && given !== '' ? given : null;
+    const server = createMcpServer(deps, principal, sessionId);
     await server.connect(transport);
     const close = () => void server.close().catch(() => {});
     const answer = await transport.handleRequest(webRequest(request, sse), { parsedBody: request.body });
@@ -95,6 +105,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, option
     answer.headers.forEach((value, name) => {
       reply.header(name, value);
     });
+    if (answer.status === 200 && initializes(request.body)) reply.header('mcp-session-id', randomUUID());
     if (!answer.body) {
       close();
       return reply.send();

@@ -35,10 +35,11 @@ const EMPTY_LISTS: Record<string, Record<string, unknown[]>> = {
 };
 
 /**
- * The MCP server one HTTP request speaks to (stateless: each request gets its own, for the key that made it).
- * Tools are the organization's deployments, read at each list and call.
+ * The MCP server one HTTP request speaks to (stateless: each request gets its own, for the key that made it, and
+ * the session id its client sent, if any). Tools are the organization's deployments, read at each list and call.
  */
-export function createMcpServer(deps: McpDeps, principal: Principal): Server {
+export function createMcpServer(deps: McpDeps, principal: Principal, sessionId: string | null): Server {
+  const client = `${principal.keyId} ${sessionId ?? ''}`;
   const server = new Server(
     { name: 'crewd', title: 'crewd', version: deps.version },
     {
@@ -54,7 +55,7 @@ export function createMcpServer(deps: McpDeps, principal: Principal): Server {
     const tool = (await tools()).find((candidate) => candidate.tool.name === request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     const token = request.params._meta?.progressToken;
-    const flight = deps.calls.begin(principal.keyId, extra.requestId);
+    const flight = deps.calls.begin(client, extra.requestId);
     const progress =
       token === undefined
         ? null
@@ -78,7 +79,7 @@ export function createMcpServer(deps: McpDeps, principal: Principal): Server {
 
   server.setNotificationHandler(CancelledNotificationSchema, async (notification) => {
     const { requestId, reason } = notification.params;
-    if (requestId !== undefined) deps.calls.cancel(principal.keyId, requestId, reason);
+    if (requestId !== undefined) deps.calls.cancel(client, requestId, reason);
   });
 
   server.fallbackRequestHandler = async (request) => {

@@ -43,6 +43,38 @@ describe('/mcp tools/call: cancellation and interrupts', () => {
     expect(run?.status).toBe('canceled');
   });
 
+  it('cancels only the calling client’s run when two clients of one key use the same request id', async () => {
+    const other = await mcpClient(ctx);
+    try {
+      // Both clients number their requests alike: the tools/call of each has the same id.
+      const first = new AbortController();
+      let firstGoing: () => void = () => {};
+      const firstStarted = new Promise<void>((resolve) => {
+        firstGoing = resolve;
+      });
+      const firstCall = client.callTool({ name: 'slow', arguments: { interval_ms: 20 } }, undefined, {
+        signal: first.signal,
+        onprogress: () => firstGoing(),
+      });
+      await firstStarted;
+      let secondGoing: () => void = () => {};
+      const secondStarted = new Promise<void>((resolve) => {
+        secondGoing = resolve;
+      });
+      const secondCall = other.callTool({ name: 'slow', arguments: { interval_ms: 20, ticks: 25 } }, undefined, {
+        onprogress: () => secondGoing(),
+      });
+      await secondStarted;
+      first.abort('only the first');
+      await expect(firstCall).rejects.toThrow('only the first');
+      const second = await secondCall;
+      expect(second.isError, JSON.stringify(second.content)).toBeFalsy();
+      expect(second.structuredContent).toEqual({ ticks: 25 });
+    } finally {
+      await other.close();
+    }
+  });
+
   it('answers an interrupt with its question, and a second call with resume and thread_id continues', async () => {
     const thread = await ctx.call('POST', '/v1/threads', { body: { deployment_id: askingId } });
     expect(thread.statusCode, thread.body).toBe(200);
