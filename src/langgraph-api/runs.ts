@@ -89,7 +89,9 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
   ) {
     const principal = principalOf(request);
     const run = await runs.get(principal.orgId, threadId, runId);
-    const resume = resumePoint(request.headers['last-event-id'], request.query.last_event_id);
+    // The SDKs rejoin from the first event with `Last-Event-ID: -1` (useStream's reconnectOnMount).
+    const header = request.headers['last-event-id'];
+    const resume = resumePoint(header === '-1' ? undefined : header, request.query.last_event_id);
     locate(reply, run, true);
     if (request.query.cancel_on_disconnect) cancelOnDisconnect(request, reply, threadId, run.run_id);
     const modes = modesOf(request.query.stream_mode) ?? (run.kwargs.stream_mode as string[] | undefined) ?? null;
