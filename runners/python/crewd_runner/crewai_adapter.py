@@ -11,6 +11,7 @@ from . import crewai_events, internals
 from .cli import Request
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
+from .stream_modes import crew_sink
 from .usage import UsageLedger, crew_model
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def run_crew(target: object, request: Request, emitter: Emitter) -> Outcome:
         # Built when its module was imported (in a fork server, under the server's home): its task outputs go where
         # this run's home is, as those of a Crew built by the run do.
         internals.renew_task_output_store(crew)
-    ledger = UsageLedger(emitter)
+    ledger = UsageLedger(crew_sink(emitter, request))
     with relayed_events(ledger):
         result = crew.kickoff(inputs=request.get("input") or {})
     # The crew's own total is the check: tokens no call reported are sent as one more call.
@@ -128,7 +129,7 @@ def run_crew(target: object, request: Request, emitter: Emitter) -> Outcome:
 
 def run_flow(target: object, request: Request, emitter: Emitter) -> Outcome:
     flow = prepare_flow(target)
-    with relayed_events(emitter):
+    with relayed_events(crew_sink(emitter, request)):
         result = flow.kickoff(inputs=request.get("input") or {})
     return Outcome("run.completed", {"output": {"result": to_jsonable(result), "state": to_jsonable(flow.state)}})
 
