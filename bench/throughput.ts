@@ -1,0 +1,203 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { packProject } from '../src/cli/pack.js';
+import { now } from './lib/crewd-client.js';
+import { createScratchDatabase } from './lib/database.js';
+import { median, printFigure } from './lib/figures.js';
+import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
+import { type Proc, startCrewd } from './lib/node-process.js';
+import { type Peer, startPeer } from './lib/peer-server.js';
+import { treeMemory } from './lib/process-tree.js';
+import { bundleEnv, testVenv, writeProjects } from './lib/python-projects.js';
+
+/*
+ * `npm run bench -- throughput`: crewd against the official LangGraph server (`langgraph dev`, from
+ * `langgraph-cli[inmem]`, installed into a venv of the bench's own) on the same one-node graph, asked the same
+ * way (POST /runs/wait with the graph's name as assistant, crewd's LangGraph API under /langgraph), in turns in
+ * the same run: CLIENTS clients sharing RUNS runs, and runs one at a time. crewd runs on PostgreSQL
+ * (BENCH_DATABASE_URL) with its default isolation, a sandboxed child per run forked by the version's fork server.
+ * Then 19 more deployments of the same environment, each run until forked, and the memory of crewd's process
+ * tree per active deployment. Where the peer cannot be installed or started, its figures are skipped with a line
+ * saying why. The figures are as good as the machine is quiet: run it on an idle one.
+ */
+
+const KEY = 'bench-throughput-admin-key-0123456789';
+const CLIENTS = Number(process.env.THROUGHPUT_CLIENTS ?? 8);
+const RUNS = Number(process.env.THROUGHPUT_RUNS ?? 300);
+const SINGLE_RUNS = Number(process.env.THROUGHPUT_SINGLE_RUNS ?? 20);
+const DEPLOYMENTS = Number(process.env.THROUGHPUT_DEPLOYMENTS ?? 20);
+/** Rounds of crewd and the peer in turn, so that a change in the machine's load hits both alike. */
+const TURNS = 2;
+const GRAPH = 'echo';
+const INPUT = { text: 'hello' };
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
+const crewdTarget = (server: Proc): JsonTarget => ({ port: server.port, key: KEY, agent });
+
+/** Asks one run the official way and checks its output; resolves with its ms and the output. */
+type WaitRun = () => Promise<{ ms: number; output: Json }>;
+
+function waitRun(target: JsonTarget, prefix: string): WaitRun {
+  return async () => {
+    const started = now();
+    const output = await jsonRequest(target, 'POST', `${prefix}/runs/wait`, { assistant_id: GRAPH, input: INPUT });
+    if (output?.text !== INPUT.text) throw new Error(`${prefix}/runs/wait answered ${JSON.stringify(output)}`);
+    return { ms: now() - started, output };
+  };
+}
+
+/** Uploads the project as the production version of a new deployment; resolves with its id once built. */
+async function deployBundle(server: Proc, name: string, dir: string): Promise<string> {
+  const deployment = await jsonRequest(crewdTarget(server), 'POST', '/v1/deployments', { name });
+  const response = await fetch(`${server.base}/v1/deployments/${deployment.id}/versions?environment=production`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/gzip' },
+    body: new Uint8Array(await packProject(dir)),
+  });
+  const version = (await response.json()) as Json;
+  if (response.status !== 201) throw new Error(`upload: ${JSON.stringify(version)}`);
+  for (;;) {
+    const current = await jsonRequest(
+      crewdTarget(server),
+      'GET',
+      `/v1/deployments/${deployment.id}/versions/${version.id}`,
+    );
+    if (current.status === 'ready') return deployment.id;
+    if (current.status === 'failed') throw new Error(`build of ${name} failed: ${current.build_error}`);
+    await sleep(100);
+  }
+}
+
+/** Runs of deployment `id` until one runs in a child of its fork server (the first run while it imports). */
+async function untilForked(server: Proc, id: string): Promise<void> {
+  for (let attempt = 0; attempt < 120; attempt++) {
+    const created = await jsonRequest(crewdTarget(server), 'POST', '/v1/runs', { deployment_id: id, input: INPUT });
+    for (;;) {
+      const run = await jsonRequest(crewdTarget(server), 'GET', `/v1/runs/${created.run_id}`);
+      if (run.status === 'succeeded' && run.output?.forked === true) return;
+      if (['succeeded', 'failed', 'canceled', 'timed_out'].includes(run.status)) break;
+      await sleep(50);
+    }
+    await sleep(250);
+  }
+  throw new Error(`no run of deployment ${id} went through its fork server`);
+}
+
+/** `count` runs shared by CLIENTS clients; resolves with the seconds they took. */
+async function burst(run: WaitRun, count: number): Promise<number> {
+  let next = 0;
+  const started = now();
+  const client = async () => {
+    while (next < count) {
+      next += 1;
+      await run();
+    }
+  };
+  await Promise.all(Array.from({ length: CLIENTS }, client));
+  return (now() - started) / 1000;
+}
+
+interface Measured {
+  runsPerSecond: number;
+  singleMedianMs: number;
+}
+
+/** Each server's throughput and one-at-a-time median, measured in TURNS rounds of each in turn. */
+async function inTurns(servers: Array<{ name: string; run: WaitRun }>): Promise<Map<string, Measured>> {
+  const seconds = new Map<string, number>();
+  const singles = new Map<string, number[]>();
+  for (let round = 0; round < TURNS; round++) {
+    for (const { name, run } of servers) {
+      seconds.set(name, (seconds.get(name) ?? 0) + (await burst(run, RUNS / TURNS)));
+      const times = singles.get(name) ?? [];
+      for (let i = 0; i < SINGLE_RUNS / TURNS; i++) times.push((await run()).ms);
+      singles.set(name, times);
+    }
+  }
+  const measured = new Map<string, Measured>();
+  for (const { name } of servers) {
+    measured.set(name, {
+      runsPerSecond: RUNS / (seconds.get(name) as number),
+      singleMedianMs: median(singles.get(name) as number[]),
+    });
+  }
+  return measured;
+}
+
+/** DEPLOYMENTS active deployments of the graph's environment (the first one exists); the tree's memory per one. */
+async function memoryPerDeployment(server: Proc, project: string, first: string): Promise<void> {
+  const ids = [first];
+  while (ids.length < DEPLOYMENTS) {
+    const batch = Array.from({ length: Math.min(4, DEPLOYMENTS - ids.length) }, (_, i) =>
+      deployBundle(server, `${GRAPH}-${ids.length + i + 1}`, project),
+    );
+    ids.push(...(await Promise.all(batch)));
+  }
+  for (const id of ids) await untilForked(server, id);
+  const tree = treeMemory(server.child.pid as number);
+  process.stdout.write(
+    `crewd tree with ${DEPLOYMENTS} active deployments: ${tree.processes} processes, ` +
+      `${tree.pssMb.toFixed(0)} MB PSS, ${tree.rssMb.toFixed(0)} MB RSS summed\n`,
+  );
+  printFigure('throughput_tree_memory_per_active_deployment_mb', tree.pssMb / DEPLOYMENTS, 'MB', {
+    op: '<=',
+    target: 30,
+  });
+  printFigure('throughput_tree_rss_sum_per_active_deployment_mb', tree.rssMb / DEPLOYMENTS, 'MB');
+}
+
+export async function run(): Promise<void> {
+  const venv = testVenv();
+  const database = await createScratchDatabase();
+  const dir = mkdtempSync(path.join(tmpdir(), 'crewd-bench-throughput-'));
+  let server: Proc | null = null;
+  let peer: Peer | null = null;
+  try {
+    const projects = writeProjects(dir, bundleEnv(venv));
+    server = await startCrewd(database.url, path.join(dir, 'data'), KEY, {
+      RUNNER_EXTRA_PATHS: venv,
+      PYTHON_FORK_SERVER_IDLE_SECONDS: '600',
+    });
+    const idle = treeMemory(server.child.pid as number);
+    const first = await deployBundle(server, GRAPH, projects.graph);
+    await untilForked(server, first);
+    peer = await startPeer(path.join(dir, 'peer'), projects.graph, 'graph.py:graph', GRAPH, venv);
+
+    const crewdRun = waitRun(crewdTarget(server), '/langgraph');
+    const servers = [{ name: 'crewd', run: crewdRun }];
+    if (peer) servers.push({ name: 'peer', run: waitRun(peer.target, '') });
+    for (const { run: once } of servers) await once(); // each answers once before it is timed
+    const measured = await inTurns(servers);
+    const crewd = measured.get('crewd') as Measured;
+    printFigure('throughput_crewd_runs_per_second', crewd.runsPerSecond, 'runs/s');
+    printFigure('throughput_crewd_single_run_median_ms', crewd.singleMedianMs, 'ms');
+    const other = measured.get('peer');
+    if (other && peer) {
+      const peerTree = treeMemory(peer.pid);
+      printFigure('throughput_peer_runs_per_second', other.runsPerSecond, 'runs/s');
+      printFigure('throughput_peer_single_run_median_ms', other.singleMedianMs, 'ms');
+      printFigure('throughput_peer_tree_memory_mb', peerTree.pssMb, 'MB');
+      printFigure('throughput_run_isolation_vs_peer', crewd.runsPerSecond / other.runsPerSecond, 'x', {
+        op: '>=',
+        target: 1,
+      });
+      printFigure('throughput_single_run_vs_peer', crewd.singleMedianMs / other.singleMedianMs, 'x', {
+        op: '<=',
+        target: 0.1,
+      });
+    }
+    await peer?.stop();
+    peer = null;
+
+    printFigure('throughput_crewd_idle_tree_memory_mb', idle.pssMb, 'MB');
+    await memoryPerDeployment(server, projects.graph, first);
+  } finally {
+    await peer?.stop();
+    await server?.stop();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
