@@ -10,6 +10,7 @@ const BENCHES = [
   'builds',
   'python',
   'mcp',
+  'tracing',
 ] as const;
 
 const name = process.argv[2];

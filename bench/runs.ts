@@ -12,6 +12,7 @@ import { createScratchDatabase } from './lib/database.js';
 import { median, percentile, printFigure } from './lib/figures.js';
 import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
 import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.js';
+import { tracingFigures } from './tracing.js';
 
 /*
  * `npm run bench -- runs`: the run path end to end on PostgreSQL, each figure against a baseline
@@ -414,6 +415,7 @@ export async function run(): Promise<void> {
     );
     await relay(server, timed);
     await fanOut(server, timed);
+    await tracingFigures();
   } finally {
     agent.destroy();
     await server?.stop();
