@@ -24,7 +24,7 @@ export interface ToolCall {
   progress: ((count: number, event: RunEvent) => void) | null;
   /** Aborted when the client cancels the call. */
   signal: AbortSignal;
-  /** Told the run's id once it exists, so a cancellation can reach it. */
+  /** Told the run's id once it exists, before any progress. */
   started: (runId: string) => void;
 }
 

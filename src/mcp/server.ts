@@ -56,11 +56,14 @@ export function createMcpServer(deps: McpDeps, principal: Principal, sessionId: 
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     const token = request.params._meta?.progressToken;
     const flight = deps.calls.begin(client, extra.requestId);
+    // Each notification names the run, so a client that stops waiting can still find it.
+    let meta: Record<string, string> = {};
     const progress =
       token === undefined
         ? null
         : (count: number, event: { type: string; data: unknown }) => {
-            const params = { progressToken: token, progress: count, message: progressMessage(event.type, event.data) };
+            const message = progressMessage(event.type, event.data);
+            const params = { progressToken: token, progress: count, message, _meta: meta };
             void extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {});
           };
     try {
@@ -70,7 +73,9 @@ export function createMcpServer(deps: McpDeps, principal: Principal, sessionId: 
         args: request.params.arguments ?? {},
         progress,
         signal: flight.signal,
-        started: () => {},
+        started: (runId) => {
+          meta = { 'crewd/run_id': runId };
+        },
       });
     } finally {
       flight.end();

@@ -64,10 +64,17 @@ describe('/mcp: deployments as tools', () => {
 
   it('turns the run events into progress notifications when a progress token is sent', async () => {
     const messages: string[] = [];
+    const runIds = new Set<unknown>();
     const result = await client.callTool({ name: 'echo_crew', arguments: {} }, undefined, {
-      onprogress: (progress) => messages.push(`${progress.progress} ${progress.message}`),
+      onprogress: (progress) => {
+        messages.push(`${progress.progress} ${progress.message}`);
+        // The SDK hands over the notification's params whole, _meta included, though its type leaves it out.
+        runIds.add((progress as { _meta?: Record<string, unknown> })._meta?.['crewd/run_id']);
+      },
     });
     expect(result.isError).toBeFalsy();
+    // Each notification names the run the result names.
+    expect([...runIds]).toEqual([result._meta?.['crewd/run_id']]);
     expect(messages).toEqual([
       '1 run.started',
       '2 task.started',
