@@ -11,6 +11,7 @@ const BENCHES = [
   'python',
   'mcp',
   'tracing',
+  'langgraph',
 ] as const;
 
 const name = process.argv[2];
