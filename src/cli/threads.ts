@@ -55,7 +55,8 @@ export function threadsCommands(program: Command, { api, io }: CliContext) {
     .action(async (threadId: string) => {
       const thread = await unwrap(api().client.GET('/v1/threads/{id}', { params: { path: { id: threadId } } }));
       io.out(JSON.stringify(thread, null, 2));
-      if (thread.status === 'interrupted')
+      // A thread without a deployment (made through the LangGraph API, no run yet) cannot be interrupted.
+      if (thread.status === 'interrupted' && thread.deployment_id)
         printInterrupts(io, thread.deployment_id, thread.thread_id, thread.interrupts);
     });
   threads

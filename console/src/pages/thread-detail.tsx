@@ -35,7 +35,7 @@ export function ThreadDetail({ id }: { id: string }) {
               <Status value={data.status} />
             </Fact>
             <Fact name="Deployment">
-              <DeploymentName id={data.deployment_id} withId />
+              {data.deployment_id ? <DeploymentName id={data.deployment_id} withId /> : '—'}
             </Fact>
             <Fact name="Updated">
               <When at={data.updated_at} />

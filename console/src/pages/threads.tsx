@@ -4,6 +4,7 @@ import { type Schemas, unwrap } from '../../../src/client/index.js';
 import { DeploymentPicker } from '../components/deployment-picker.js';
 import { ListTable } from '../components/list-table.js';
 import { DeploymentName, threadLabel, useDeployments } from '../components/names.js';
+import { wholeRuns } from '../components/run-table.js';
 import { ErrorText, Field, parseJson, Status, When } from '../components/ui.js';
 import { href, navigate } from '../router.js';
 import { useSession } from '../session.js';
@@ -36,7 +37,7 @@ function useThreadDeployments(): { ids: string[] | undefined; error: unknown } {
     return { ids: deployments.data?.deployments.map((deployment) => deployment.id), error: deployments.error };
   }
   return {
-    ids: runs.data ? [...new Set(runs.data.runs.map((run) => run.deployment_id))] : undefined,
+    ids: runs.data ? [...new Set(wholeRuns(runs.data.runs).map((run) => run.deployment_id))] : undefined,
     error: runs.error,
   };
 }
@@ -107,7 +108,10 @@ function ThreadTable({ threads }: { threads: Schemas['Thread'][] }) {
           ),
         },
         { header: 'Status', cell: (thread) => <Status value={thread.status} /> },
-        { header: 'Deployment', cell: (thread) => <DeploymentName id={thread.deployment_id} /> },
+        {
+          header: 'Deployment',
+          cell: (thread) => (thread.deployment_id ? <DeploymentName id={thread.deployment_id} /> : '—'),
+        },
         { header: 'Updated', cell: (thread) => <When at={thread.updated_at} /> },
       ]}
     />
