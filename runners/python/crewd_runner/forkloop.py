@@ -9,6 +9,7 @@ import selectors
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -80,6 +81,7 @@ class ForkServer:
         idle_seconds: float,
         warm_up_child: WarmUp,
         header_seconds: float,
+        spare_seconds: float = 60.0,
     ) -> None:
         self._listener = listener
         self._socket_path = socket_path
@@ -92,6 +94,10 @@ class ForkServer:
         self._warm_up_child = warm_up_child
         self._idle_seconds = idle_seconds
         self._header_seconds = header_seconds
+        # A child is kept forked ahead only this long after the last run began or ended: an idle version's server
+        # holds no second copy of its written pages.
+        self._spare_seconds = spare_seconds
+        self._last_run = time.monotonic()
         self._selector = selectors.DefaultSelector()
         self._children: dict[int, Child] = {}
         self._spare: tuple[int, socket.socket] | None = None  # (pid, control socket) of the child forked ahead
@@ -114,13 +120,18 @@ class ForkServer:
         self.make_spare()
         idle_for = 0.0
         while not (self._draining and not self._children):
-            tick = max(0.05, min(self._idle_seconds, SOCKET_CHECK_SECONDS))
+            tick = max(0.05, min(self._idle_seconds, self._spare_seconds, SOCKET_CHECK_SECONDS))
             ready = self._selector.select(tick)
             for key, _ in ready:
                 self._dispatch(key.data)
+            if self._spare and not self._children and not self._ran_recently():
+                self.retire_spare()
             idle_for = 0.0 if ready or self._children else idle_for + tick
             if self._stop_asked or idle_for >= self._idle_seconds or file_id(self._socket_path) != self._socket_id:
                 self.drain()
+
+    def _ran_recently(self) -> bool:
+        return time.monotonic() - self._last_run < self._spare_seconds
 
     def _ask_to_stop(self, _signum: int, _frame: FrameType | None) -> None:
         self._stop_asked = True
@@ -162,6 +173,7 @@ class ForkServer:
             send_final(connection, Refused(str(error)))
             connection.close()
             return
+        self._last_run = time.monotonic()
         home = self._homes.for_run()
         spare = self._hand_to_spare(connection, line, home)
         pid = spare[0] if spare else self._fork_for(connection, request, home)
@@ -191,8 +203,9 @@ class ForkServer:
         return [self._selector, self._listener, self._wake_read, self._wake_write, *spare, *others]
 
     def make_spare(self) -> None:
-        """Forks the next run's child ahead, off the run's path: a fork of a large process takes milliseconds."""
-        if self._spare or self._draining:
+        """Forks the next run's child ahead, off the run's path: a fork of a large process takes milliseconds. Only
+        while runs came recently: a spare holds its own copy of the pages it warms and copies."""
+        if self._spare or self._draining or not self._ran_recently():
             return
         control, child_end = socket.socketpair()
         pid = os.fork()
@@ -248,6 +261,7 @@ class ForkServer:
                 self._stop_reading_reports(child)
                 child.control.close()
             self._finish(pid, child, exit_message(status))
+            self._last_run = time.monotonic()
             self.make_spare()
 
     def _finish(self, pid: int, child: Child, final: Final) -> None:

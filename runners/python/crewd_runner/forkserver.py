@@ -58,6 +58,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
     parser.add_argument("--idle-exit", type=float, default=600.0, help="exit after this many seconds without a run")
     parser.add_argument(
+        "--spare-seconds",
+        type=float,
+        default=60.0,
+        help="keep a child forked ahead of the next run only this long after the last run",
+    )
+    parser.add_argument(
         "--header-seconds", type=float, default=5.0, help="refuse a connection whose request takes longer to come"
     )
     return parser.parse_args(argv)
@@ -108,7 +114,15 @@ def main(argv: list[str] | None = None) -> int:
         load, warm_up_child = preload(args, os.getcwd())
         listener = listen(args.socket)
         server = ForkServer(
-            listener, args.socket, secret, homes, load, args.idle_exit, warm_up_child, args.header_seconds
+            listener,
+            args.socket,
+            secret,
+            homes,
+            load,
+            args.idle_exit,
+            warm_up_child,
+            args.header_seconds,
+            args.spare_seconds,
         )
         # What was imported stays shared with the children: a collection in a child would touch every object and
         # copy the pages that hold them.

@@ -195,6 +195,26 @@ def test_the_child_forked_ahead_takes_the_next_run_and_the_run_after_gets_the_ne
         server.wait(10)
 
 
+def test_the_child_forked_ahead_goes_once_no_run_came_for_spare_seconds_and_comes_back_after_a_run(
+    socket_path, tmp_path
+):
+    server = start_server("graph", "env_graph.py:graph", socket_path, "--spare-seconds", "0.5")
+    try:
+        spare = only_child(server)
+        assert wait_gone(spare)
+        assert server.poll() is None
+
+        result = run_forked(socket_path, tmp_path, request({"sleep": 0.01}))
+
+        assert result.last["type"] == "run.completed"
+        next_spare = only_child(server)
+        assert next_spare not in (spare, int((tmp_path / "child.pid").read_text()))
+        assert wait_gone(next_spare)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def test_a_run_whose_spare_died_is_forked_as_before(socket_path, tmp_path):
     server = start_server("graph", "env_graph.py:graph", socket_path)
     try:
