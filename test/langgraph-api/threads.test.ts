@@ -50,6 +50,9 @@ describe.runIf(testPython() !== null)('LangGraph API threads through langgraph-s
       body: { thread_id: mine, if_exists: 'do_nothing' },
     });
     expect(taken.statusCode).toBe(409);
+    const v1Run = await ctx.call('POST', `/v1/threads/${mine}/runs`, { body: { input: {} } });
+    expect(v1Run.statusCode).toBe(400);
+    expect(v1Run.json().error.message).toContain('has no deployment yet');
     const notServed = await ctx.call('POST', `/langgraph/threads/${mine}/commands`, { body: {} });
     expect(notServed.statusCode).toBe(404);
     expect(notServed.json().detail).toContain('CONTRACTS §14');
