@@ -525,7 +525,8 @@ export interface paths {
         delete: operations["langgraphDeleteCron"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change a cron's schedule, time zone, input or enabling */
+        patch: operations["langgraphUpdateCron"];
         trace?: never;
     };
     "/langgraph/runs/crons/count": {
@@ -1500,34 +1501,6 @@ export interface paths {
         /** Search threads */
         post: operations["langgraphSearchThreads"];
         delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/mcp": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * MCP Streamable HTTP endpoint: deployments as tools
-         * @description JSON-RPC messages of the Model Context Protocol (revision 2025-11-25). POST a message; the answer is JSON, or SSE for tools/call when Accept lists text/event-stream. Notifications answer 202. See docs/mcp.md.
-         */
-        get: operations["mcpWithoutSession"];
-        put?: never;
-        /**
-         * MCP Streamable HTTP endpoint: deployments as tools
-         * @description JSON-RPC messages of the Model Context Protocol (revision 2025-11-25). POST a message; the answer is JSON, or SSE for tools/call when Accept lists text/event-stream. Notifications answer 202. See docs/mcp.md.
-         */
-        post: operations["mcp"];
-        /**
-         * MCP Streamable HTTP endpoint: deployments as tools
-         * @description JSON-RPC messages of the Model Context Protocol (revision 2025-11-25). POST a message; the answer is JSON, or SSE for tools/call when Accept lists text/event-stream. Notifications answer 202. See docs/mcp.md.
-         */
-        delete: operations["mcpWithoutSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4251,6 +4224,42 @@ export interface operations {
             422: components["responses"]["LimitExceeded"];
         };
     };
+    langgraphUpdateCron: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cron_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    enabled?: boolean | null;
+                    input?: {
+                        [key: string]: unknown;
+                    } | null;
+                    schedule?: string | null;
+                    timezone?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphCron"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["LimitExceeded"];
+        };
+    };
     langgraphCountCrons: {
         parameters: {
             query?: never;
@@ -4941,60 +4950,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["LimitExceeded"];
-        };
-    };
-    mcpWithoutSession: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    mcp: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    mcpWithoutSession: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
         };
     };
     getReadiness: {
