@@ -4,11 +4,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packProject } from '../src/cli/pack.js';
+import { cpuByPart, perRun } from './lib/cpu.js';
 import { now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, printFigure } from './lib/figures.js';
 import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
 import { type Proc, startCrewd } from './lib/node-process.js';
+import { profileDuring } from './lib/node-profile.js';
 import { type Peer, startPeer } from './lib/peer-server.js';
 import { treeMemory } from './lib/process-tree.js';
 import { bundleEnv, testVenv, writeProjects } from './lib/python-projects.js';
@@ -127,6 +129,34 @@ async function inTurns(servers: Array<{ name: string; run: WaitRun }>): Promise<
   return measured;
 }
 
+function printTable(title: string, msPerRun: Map<string, number>): void {
+  const rows = [...msPerRun].filter(([, ms]) => ms >= 0.05).sort((a, b) => b[1] - a[1]);
+  const total = rows.reduce((sum, [, ms]) => sum + ms, 0);
+  process.stdout.write(`${title}\n`);
+  for (const [part, ms] of rows) process.stdout.write(`  ${ms.toFixed(2).padStart(8)} ms  ${part}\n`);
+  process.stdout.write(`  ${total.toFixed(2).padStart(8)} ms  in all\n`);
+}
+
+/**
+ * Where a run's CPU goes under the load of CLIENTS clients: ms per run by process of crewd's tree and the
+ * PostgreSQL backends of its database, and within the service's main thread by what its sampled code is.
+ */
+async function cpuPerRun(server: Proc, databaseUrl: string, run: WaitRun): Promise<void> {
+  const before = await cpuByPart(server.child.pid as number, databaseUrl);
+  const inService = await profileDuring(server.inspectorPort, async () => {
+    await burst(run, RUNS);
+  });
+  const after = await cpuByPart(server.child.pid as number, databaseUrl);
+  const byProcess = perRun(before, after, RUNS);
+  printTable(`CPU per run by process, ${CLIENTS} clients, ${RUNS} runs:`, byProcess);
+  printTable(
+    "CPU per run in the service's main thread by code (sampled):",
+    new Map([...inService].map(([part, ms]) => [part, ms / RUNS])),
+  );
+  const total = [...byProcess.values()].reduce((sum, ms) => sum + ms, 0);
+  printFigure('throughput_cpu_per_run_ms', total, 'ms');
+}
+
 /** DEPLOYMENTS active deployments of the graph's environment (the first one exists); the tree's memory per one. */
 async function memoryPerDeployment(server: Proc, project: string, first: string): Promise<void> {
   const ids = [first];
@@ -191,6 +221,7 @@ export async function run(): Promise<void> {
     }
     await peer?.stop();
     peer = null;
+    await cpuPerRun(server, database.url, crewdRun);
 
     printFigure('throughput_crewd_idle_tree_memory_mb', idle.pssMb, 'MB');
     await memoryPerDeployment(server, projects.graph, first);

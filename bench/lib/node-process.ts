@@ -11,6 +11,8 @@ export interface Proc {
   child: ChildProcess;
   port: number;
   base: string;
+  /** Where its inspector listens (bench/lib/node-profile.ts profiles it there). */
+  inspectorPort: number;
   rssKb(): number;
   collectGarbage(): Promise<void>;
   stop(): Promise<void>;
@@ -53,6 +55,7 @@ export async function startProcess(args: string[], env: Record<string, string>, 
     child,
     port,
     base,
+    inspectorPort,
     rssKb() {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);

@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { treePids } from './process-tree.js';
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** A process's CPU in ms: its own (user + system) and that of the children it waited for. */
+function cpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 to 17 of stat (utime, stime, cutime, cstime) are 12 to 15 after the command.
+    const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0);
+    return (ticks * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return null; // ended meanwhile
+  }
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+}
+
+/** Which part of the service a process of crewd's tree is. */
+function partOf(pid: number, root: number): string {
+  if (pid === root) return 'crewd service (Node.js)';
+  const command = commandOf(pid);
+  if (command.includes('crewd_runner')) return 'fork servers and forked runs (Python)';
+  if (/\bbwrap\b/.test(command)) return 'sandboxes (bwrap)';
+  if (command.includes('node')) return 'helpers (Node.js)';
+  return 'other processes';
+}
+
+/** CPU ms by part: crewd's process tree and the PostgreSQL backends serving `databaseUrl`'s database. */
+export type CpuByPart = Map<string, number>;
+
+/** The pids of the backends connected to `databaseUrl`'s database (the bench's scratch one: crewd's only). */
+async function backendPids(databaseUrl: string): Promise<number[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const rows = await client.query<{ pid: number }>(
+      'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+    );
+    return rows.rows.map((row) => row.pid);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function cpuByPart(root: number, databaseUrl: string): Promise<CpuByPart> {
+  const parts: CpuByPart = new Map();
+  const add = (part: string, ms: number | null) => parts.set(part, (parts.get(part) ?? 0) + (ms ?? 0));
+  for (const pid of treePids(root)) add(partOf(pid, root), cpuMs(pid));
+  for (const pid of await backendPids(databaseUrl)) add('PostgreSQL backends', cpuMs(pid));
+  return parts;
+}
+
+/** What each part spent between two readings, per run; parts whose processes ended in between may read low. */
+export function perRun(before: CpuByPart, after: CpuByPart, runs: number): Map<string, number> {
+  const spent = new Map<string, number>();
+  for (const [part, ms] of after) spent.set(part, Math.max(0, ms - (before.get(part) ?? 0)) / runs);
+  return spent;
+}
