@@ -10,6 +10,7 @@ const BENCHES = [
   'builds',
   'python',
   'mcp',
+  'throughput',
   'tracing',
   'langgraph',
 ] as const;
