@@ -61,14 +61,16 @@ export function finishDocument<T>(document: T): T {
   const doc = document as Document;
   const used = new Set<string>();
   for (const [path, operations] of Object.entries(doc.paths ?? {})) {
-    const authenticated = path.startsWith('/v1/');
     for (const operation of Object.values(operations)) {
-      if (!authenticated) operation.security = [];
       const responses = operation.responses ?? {};
+      // The LangGraph API's routes answer errors of their own shape ({"detail"}) and need a key (CONTRACTS §14).
+      const langgraph = Object.values(responses).some((response) => isLangGraphError(response));
+      const authenticated = path.startsWith('/v1/') || langgraph;
+      if (!authenticated) operation.security = [];
       if (authenticated) responses[429] = {};
       for (const [status, response] of Object.entries(responses)) {
         const named = NAMED_RESPONSES[status];
-        if (named) {
+        if (named && !isLangGraphError(response)) {
           used.add(status);
           responses[status] = { $ref: `#/components/responses/${named.name}` } as never;
           continue;
@@ -92,6 +94,11 @@ export function finishDocument<T>(document: T): T {
     }),
   );
   return document;
+}
+
+/** A response whose body is the LangGraph API's `{"detail"}` (src/langgraph-api/schemas.ts). */
+function isLangGraphError(response: { content?: Record<string, { schema?: Record<string, unknown> }> }): boolean {
+  return response.content?.['application/json']?.schema?.$ref === '#/components/schemas/LangGraphError';
 }
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
