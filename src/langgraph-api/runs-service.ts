@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { conflict, notFound } from '../errors.js';
+import { AppError, conflict, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import * as runRepo from '../run-record/repository.js';
-import { isTerminal, type RunCommand, type RunStatus } from '../run-record/types.js';
+import { type CreateRunParams, isTerminal, type RunCommand, type RunStatus } from '../run-record/types.js';
 import type { RunStream } from '../streams/stream.js';
 import type { StreamSink } from '../streams/stream-sink.js';
 import { unprocessable } from './errors.js';
@@ -140,12 +140,21 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
     return run;
   }
 
-  async function threadFor(orgId: string, threadId: string, ifNotExists: RunCreateBody['if_not_exists']) {
-    const id = threadId.toLowerCase();
-    if (await threadsRepo.findThread(db, orgId, id)) return id;
-    if (ifNotExists !== 'create') throw notFound(`Thread ${threadId} not found`);
-    await threads.create(orgId, { thread_id: id, metadata: {}, if_exists: 'do_nothing' });
-    return id;
+  /**
+   * Creates the run; a thread that does not exist is made first with `if_not_exists: create` (else
+   * 404). The thread is looked for only when the run service finds none, so a run costs no extra read.
+   */
+  async function createIn(params: CreateRunParams, ifNotExists: RunCreateBody['if_not_exists']) {
+    try {
+      return await services.runs.createRun(params);
+    } catch (error) {
+      const threadId = params.threadId;
+      const missing = error instanceof AppError && error.statusCode === 404 && error.message === 'Thread not found';
+      if (!missing || !threadId) throw error;
+      if (ifNotExists !== 'create') throw notFound(`Thread ${threadId} not found`);
+      await threads.create(params.orgId, { thread_id: threadId, metadata: {}, if_exists: 'do_nothing' });
+      return services.runs.createRun(params);
+    }
   }
 
   /** Follows the run's stream until its end; resolves with the `complete` message. */
@@ -179,7 +188,7 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
     ): Promise<LangGraphRun> {
       refuseUnsupported(body);
       const resolved = await resolveAssistant(db, orgId, body.assistant_id);
-      const thread = threadId === null ? null : await threadFor(orgId, threadId, body.if_not_exists);
+      const thread = threadId === null ? null : threadId.toLowerCase();
       const command = body.command ?? null;
       const input = isObject(body.input) ? body.input : {};
       const stored = resolved.stored;
@@ -202,18 +211,36 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
           ? { resume: command.resume, ...(isObject(command.update) ? { update: command.update } : {}) }
           : null;
       const runId = randomUUID();
-      await services.runs.createRun({
-        runId,
-        orgId,
-        deploymentId: resolved.deployment.id,
-        environment: runEnvironment(resolved, body.config),
-        input: { ...input, [STREAM_REQUEST_KEY]: request },
-        threadId: thread,
-        command: thread ? resume : null,
-        ...(thread ? { multitaskStrategy: request.multitask_strategy } : {}),
-        idempotencyScope: 'langgraph',
+      const storedInput = { ...input, [STREAM_REQUEST_KEY]: request };
+      const deploymentId = resolved.deployment.id;
+      const created = await createIn(
+        {
+          runId,
+          orgId,
+          deploymentId,
+          environment: runEnvironment(resolved, body.config),
+          input: storedInput,
+          threadId: thread,
+          command: thread ? resume : null,
+          ...(thread ? { multitaskStrategy: request.multitask_strategy } : {}),
+          idempotencyScope: 'langgraph',
+        },
+        body.if_not_exists,
+      );
+      // The run as it was created, without reading it back.
+      const at = new Date().toISOString();
+      return toLangGraphRun({
+        id: runId,
+        deployment_id: deploymentId,
+        thread_id: thread,
+        status: created.status,
+        input: storedInput,
+        output: null,
+        error_message: null,
+        created_at: at,
+        started_at: created.status === 'running' ? at : null,
+        completed_at: null,
       });
-      return toLangGraphRun(await getV1(orgId, runId));
     },
 
     async get(orgId: string, threadId: string | null, runId: string): Promise<LangGraphRun> {
