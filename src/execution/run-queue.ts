@@ -173,10 +173,11 @@ export function createRunQueue(options: {
     },
 
     /** Resolves once no look for pending runs is under way: the runs it claimed are launched by then. */
-    settled: (): Promise<void> => (looking ?? Promise.resolve()).then(
-      () => {},
-      () => {},
-    ),
+    settled: (): Promise<void> =>
+      (looking ?? Promise.resolve()).then(
+        () => {},
+        () => {},
+      ),
 
     /** Starts taking runs, looking for pending ones first. */
     open(): void {
