@@ -100,3 +100,19 @@ def test_a_request_without_its_fields_or_with_others_is_refused_with_the_reason(
         + fields.encode()
         + b'"}\n',
     ]
+
+
+def test_lines_a_run_writes_on_its_report_socket_are_passed_over_and_the_server_goes_on(socket_path):
+    # A run's crew may write anything on the socket its child reports on: a line that is no report is not one.
+    server = start_server("graph", "junk_graph.py:graph", socket_path)
+    try:
+        results = [run_forked(socket_path, PROJECTS, request()) for _ in range(3)]
+    finally:
+        server.terminate()
+        server.wait(10)
+
+    for result in results:
+        assert result.returncode == 0, result.stderr
+        assert result.last["type"] == "run.completed"
+    # Each run was taken by a child forked ahead, which holds its report socket: the junk reached the server.
+    assert [result.last["data"]["output"]["written"] for result in results] == [1, 1, 1]
