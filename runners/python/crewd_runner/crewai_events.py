@@ -114,6 +114,10 @@ def on_llm_completed(_source: Any, event: Any) -> Event:
     role = agent_role(getattr(event, "from_agent", None)) or _clean(getattr(event, "agent_role", None))
     if role:
         data["agent"] = role
+    # The task the call was made for: usage per task, and the call's span under its task's.
+    task = task_label(getattr(event, "from_task", None)) or _clean(getattr(event, "task_name", None))
+    if task:
+        data["task"] = task
     return "llm.call", data
 
 

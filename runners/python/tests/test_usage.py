@@ -26,6 +26,7 @@ def test_a_crew_reports_each_call_s_usage_in_crewd_s_names(projects):
     assert [(call["model"], call["usage"], call["agent"]) for call in calls] == [
         ("gpt-4o-mini", CREW_CALL, "Writer")
     ] * 2
+    assert [call["task"] for call in calls] == ["title", "summary"]
     # The crew's own count agrees with the calls: nothing is left to add.
     token_usage = result.last["data"]["output"]["token_usage"]
     assert token_usage["total_tokens"] == 2 * CREW_CALL["total_tokens"]
