@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packProject } from '../src/cli/pack.js';
-import { cpuByPart, perRun } from './lib/cpu.js';
+import { cpuByPart, partOf, perRun } from './lib/cpu.js';
 import { now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, printFigure } from './lib/figures.js';
@@ -167,11 +167,13 @@ async function memoryPerDeployment(server: Proc, project: string, first: string)
     ids.push(...(await Promise.all(batch)));
   }
   for (const id of ids) await untilForked(server, id);
-  const tree = treeMemory(server.child.pid as number);
+  const root = server.child.pid as number;
+  const tree = treeMemory(root, (pid) => partOf(pid, root));
   process.stdout.write(
     `crewd tree with ${DEPLOYMENTS} active deployments: ${tree.processes} processes, ` +
       `${tree.pssMb.toFixed(0)} MB PSS, ${tree.rssMb.toFixed(0)} MB RSS summed\n`,
   );
+  for (const [part, mb] of tree.pssMbByPart) process.stdout.write(`  ${mb.toFixed(0).padStart(6)} MB PSS  ${part}\n`);
   printFigure('throughput_tree_memory_per_active_deployment_mb', tree.pssMb / DEPLOYMENTS, 'MB', {
     op: '<=',
     target: 30,

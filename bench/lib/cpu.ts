@@ -27,11 +27,12 @@ function commandOf(pid: number): string {
 }
 
 /** Which part of the service a process of crewd's tree is. */
-function partOf(pid: number, root: number): string {
+export function partOf(pid: number, root: number): string {
   if (pid === root) return 'crewd service (Node.js)';
   const command = commandOf(pid);
   if (command.includes('crewd_runner')) return 'fork servers and forked runs (Python)';
   if (/\bbwrap\b/.test(command)) return 'sandboxes (bwrap)';
+  if (/^(ba|da)?sh /.test(command)) return 'spare sandboxes (a shell waiting for its run)';
   if (command.includes('node')) return 'helpers (Node.js)';
   return 'other processes';
 }

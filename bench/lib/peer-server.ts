@@ -13,7 +13,7 @@ import { freePort } from './node-process.js';
  * with the langgraph the test environment has, so that both servers run the same library.
  */
 
-const VENV = process.env.THROUGHPUT_PEER_VENV ?? path.join(homedir(), '.cache/crewd/langgraph-dev-venv');
+const VENV = process.env.LANGGRAPH_DEV_VENV ?? path.join(homedir(), '.cache/crewd/langgraph-dev-venv');
 const LANGGRAPH = path.join(VENV, 'bin/langgraph');
 
 export interface Peer {

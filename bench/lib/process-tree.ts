@@ -35,10 +35,13 @@ export interface TreeMemory {
   rssMb: number;
   /** Proportional set size summed: a page shared by n processes counts 1/n in each, so once in all. */
   pssMb: number;
+  /** PSS by the part `classify` names, when given. */
+  pssMbByPart: Map<string, number>;
 }
 
 /** The memory of `root`'s process tree now, read from each process's smaps_rollup. */
-export function treeMemory(root: number): TreeMemory {
+export function treeMemory(root: number, classify?: (pid: number) => string): TreeMemory {
+  const pssMbByPart = new Map<string, number>();
   let rssKb = 0;
   let pssKb = 0;
   let processes = 0;
@@ -51,7 +54,12 @@ export function treeMemory(root: number): TreeMemory {
     }
     processes += 1;
     rssKb += Number(/^Rss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
-    pssKb += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+    const pss = Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+    pssKb += pss;
+    if (classify) {
+      const part = classify(pid);
+      pssMbByPart.set(part, (pssMbByPart.get(part) ?? 0) + pss / 1024);
+    }
   }
-  return { processes, rssMb: rssKb / 1024, pssMb: pssKb / 1024 };
+  return { processes, rssMb: rssKb / 1024, pssMb: pssKb / 1024, pssMbByPart };
 }
