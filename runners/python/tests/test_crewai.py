@@ -137,22 +137,33 @@ from crewai.events import crewai_event_bus
 from crewd_runner import crewai_adapter, crewai_events
 from crewd_runner.protocol import Emitter
 from crews import echo_crew
+import logging
 
 def unreadable(_source, _event):
     raise ValueError("no crewd form")
+
+said = []
+class Said(logging.Handler):
+    def emit(self, record):
+        said.append(record.getMessage())
+logging.getLogger("crewd_runner").addHandler(Said())
 
 crewai_events.on_task_started = unreadable
 out = tempfile.TemporaryFile()
 outcome = crewai_adapter.run_crew(echo_crew, {"input": {"topic": "bees"}}, Emitter(os.dup(out.fileno())))
 out.seek(0)
 types = [json.loads(line)["type"] for line in out.read().decode().splitlines()]
-print(json.dumps([outcome.event_type, types, "emit" in vars(crewai_event_bus)]))
+print(json.dumps([outcome.event_type, types, "emit" in vars(crewai_event_bus), said]))
 """
 
 
 def test_an_event_crewd_cannot_read_is_left_out_without_breaking_the_crew_and_the_bus_is_left_as_it_was():
-    outcome, types, still_wrapped = last_line_of(RELAY_CHECK)
+    outcome, types, still_wrapped, said = last_line_of(RELAY_CHECK)
     assert outcome == "run.completed"
     assert "task.started" not in types
     assert types.count("task.completed") == 1 and "agent.action" in types
     assert still_wrapped is False
+    # Left out, not silently: the run's log says which events and why (a `log` event in a run).
+    assert said == [
+        "crewd left out CrewAI's TaskStartedEvent events, which it cannot read: ValueError('no crewd form')"
+    ]
