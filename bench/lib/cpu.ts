@@ -1,18 +1,18 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { treePids } from './process-tree.js';
+import { parentOf, treePids } from './process-tree.js';
 
 /** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
 const TICKS_PER_SECOND = 100;
 
-/** A process's CPU in ms: its own (user + system) and that of the children it waited for. */
-function cpuMs(pid: number): number | null {
+/** A process's CPU in ms: its own (user + system), and that of the ended children it waited for. */
+function cpuMs(pid: number): { own: number; children: number } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // Fields 14 to 17 of stat (utime, stime, cutime, cstime) are 12 to 15 after the command.
-    const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0);
-    return (ticks * 1000) / TICKS_PER_SECOND;
+    const ms = (first: number) => ((Number(fields[first]) + Number(fields[first + 1])) * 1000) / TICKS_PER_SECOND;
+    return { own: ms(11), children: ms(13) };
   } catch {
     return null; // ended meanwhile
   }
@@ -26,11 +26,15 @@ function commandOf(pid: number): string {
   }
 }
 
+const PYTHON = 'fork servers and forked runs (Python)';
+
 /** Which part of the service a process of crewd's tree is. */
+export const SERVICE = 'crewd service (Node.js)';
+
 export function partOf(pid: number, root: number): string {
-  if (pid === root) return 'crewd service (Node.js)';
+  if (pid === root) return SERVICE;
   const command = commandOf(pid);
-  if (command.includes('crewd_runner')) return 'fork servers and forked runs (Python)';
+  if (command.includes('crewd_runner')) return PYTHON;
   if (/\bbwrap\b/.test(command)) return 'sandboxes (bwrap)';
   if (/^(ba|da)?sh /.test(command)) return 'spare sandboxes (a shell waiting for its run)';
   if (command.includes('node')) return 'helpers (Node.js)';
@@ -56,9 +60,20 @@ async function backendPids(databaseUrl: string): Promise<number[]> {
 
 export async function cpuByPart(root: number, databaseUrl: string): Promise<CpuByPart> {
   const parts: CpuByPart = new Map();
-  const add = (part: string, ms: number | null) => parts.set(part, (parts.get(part) ?? 0) + (ms ?? 0));
-  for (const pid of treePids(root)) add(partOf(pid, root), cpuMs(pid));
-  for (const pid of await backendPids(databaseUrl)) add('PostgreSQL backends', cpuMs(pid));
+  const add = (part: string, ms: number | undefined) => parts.set(part, (parts.get(part) ?? 0) + (ms ?? 0));
+  for (const pid of treePids(root)) {
+    const cpu = cpuMs(pid);
+    const part = partOf(pid, root);
+    if (part !== PYTHON) {
+      add(part, cpu ? cpu.own + cpu.children : 0);
+    } else if (commandOf(parentOf(pid) ?? 0).includes('crewd_runner')) {
+      add('forked children still there (spares warming up, runs going on)', cpu ? cpu.own + cpu.children : 0);
+    } else {
+      add('fork servers themselves (accept, fork, reap)', cpu?.own);
+      add('forked children that ended (the runs: fork, run, exit)', cpu?.children);
+    }
+  }
+  for (const pid of await backendPids(databaseUrl)) add('PostgreSQL backends', cpuMs(pid)?.own);
   return parts;
 }
 

@@ -27,7 +27,8 @@ function partOf(frame: ProfileNode['callFrame']): string | null {
   if (pkg) return `package ${pkg[1]}`;
   const src = /\/src\/([^/]+)(\/)?/.exec(url);
   if (src) return `src/${src[2] ? src[1] : '(top files)'}`;
-  if (url.startsWith('node:') || url === '') return 'Node.js built-ins (streams, net, http, timers)';
+  if (url.startsWith('node:')) return `Node.js ${url.replace(/^node:(internal\/)?/, '')}`;
+  if (url === '') return `V8 builtins and natives (${functionName || 'anonymous'})`;
   return 'other';
 }
 

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** A process's parent from /proc/<pid>/stat (the field after the command, which may hold spaces and parentheses). */
-function parentOf(pid: number): number | null {
+export function parentOf(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
