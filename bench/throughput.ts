@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packProject } from '../src/cli/pack.js';
-import { cpuByPart, partOf, perRun, SERVICE } from './lib/cpu.js';
+import { cpuByPart, perRun, processPartOf, SERVICE } from './lib/cpu.js';
 import { now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, printFigure } from './lib/figures.js';
@@ -171,7 +171,7 @@ async function memoryPerDeployment(server: Proc, project: string, first: string)
   }
   for (const id of ids) await untilForked(server, id);
   const root = server.child.pid as number;
-  const tree = treeMemory(root, (pid) => partOf(pid, root));
+  const tree = treeMemory(root, (pid) => processPartOf(pid, root));
   process.stdout.write(
     `crewd tree with ${DEPLOYMENTS} active deployments: ${tree.processes} processes, ` +
       `${tree.pssMb.toFixed(0)} MB PSS, ${tree.rssMb.toFixed(0)} MB RSS summed\n`,

@@ -41,6 +41,15 @@ export function partOf(pid: number, root: number): string {
   return 'other processes';
 }
 
+/** `partOf`, with the fork servers told apart from their children (forked ahead, or running a run). */
+export function processPartOf(pid: number, root: number): string {
+  const part = partOf(pid, root);
+  if (part !== PYTHON) return part;
+  return commandOf(parentOf(pid) ?? 0).includes('crewd_runner')
+    ? 'forked children (ahead of a run, or running one)'
+    : 'fork servers';
+}
+
 /** CPU ms by part: crewd's process tree and the PostgreSQL backends serving `databaseUrl`'s database. */
 export type CpuByPart = Map<string, number>;
 
