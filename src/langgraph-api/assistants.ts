@@ -151,6 +151,9 @@ export function createAssistantService(db: Kysely<Database>) {
           if (input.if_exists === 'do_nothing') return view(orgId, existing);
           throw conflict(`Assistant ${id} already exists`);
         }
+        // Another organization's id is taken too; saying whose would tell that it exists.
+        const taken = await db.selectFrom('langgraph_assistants').select('id').where('id', '=', id).executeTakeFirst();
+        if (taken) throw conflict(`Assistant ${id} already exists`);
       }
       const row = await db.transaction().execute((trx) =>
         repo.insertAssistant(trx, {

@@ -66,17 +66,23 @@ describe.runIf(testPython() !== null)('LangGraph API assistants through langgrap
     expect(graph.nodes.map((node: { id: string }) => node.id)).toEqual(['__start__', 'say', '__end__']);
   });
 
-  it("answers 404 for another organization's assistant, by its UUID or its graph_id", async () => {
+  it("answers 404 for another organization's assistant, by its UUID or its graph_id, and 409 for its id", async () => {
     const org = await ctx.call('POST', '/v1/organizations', { body: { name: 'other' } });
     expect(org.statusCode, org.body).toBe(201);
     const otherKey = org.json().api_key.key as string;
-    for (const id of [defaultAssistantId(deploymentId), 'agent', deploymentId]) {
-      const seen = await ctx.call('GET', `/langgraph/assistants/${id}`, {
-        key: null,
-        headers: { 'x-api-key': otherKey },
-      });
+    const asOther = { key: null, headers: { 'x-api-key': otherKey } };
+    const mine = await ctx.call('POST', '/langgraph/assistants', { body: { graph_id: 'agent', name: 'mine' } });
+    const mineId = mine.json().assistant_id as string;
+    for (const id of [defaultAssistantId(deploymentId), 'agent', deploymentId, mineId]) {
+      const seen = await ctx.call('GET', `/langgraph/assistants/${id}`, asOther);
       expect(seen.statusCode).toBe(404);
       expect(seen.json()).toEqual({ detail: `Assistant ${id} not found` });
     }
+    // With an `agent` deployment of its own, the other organization may not take this organization's assistant id.
+    const theirs = await ctx.call('POST', '/v1/deployments', { key: otherKey, body: { name: 'agent' } });
+    expect(theirs.statusCode, theirs.body).toBe(201);
+    const body = { graph_id: 'agent', assistant_id: mineId };
+    const taken = await ctx.call('POST', '/langgraph/assistants', { ...asOther, body });
+    expect(taken.statusCode, taken.body).toBe(409);
   });
 });
