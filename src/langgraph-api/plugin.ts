@@ -4,8 +4,8 @@ import type { Services } from '../compose.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/types.js';
 import { assistantRoutes } from './assistants-routes.js';
-import { installDetailErrors } from './errors.js';
 import { cronRoutes } from './crons-routes.js';
+import { installDetailErrors } from './errors.js';
 import { infoRoutes } from './info.js';
 import { runRoutes } from './runs.js';
 import { storeRoutes } from './store-routes.js';
@@ -29,7 +29,14 @@ export type LangGraphRoutes = FastifyPluginAsync<LangGraphDeps>;
  * The route files of the API, registered in this order under the prefix. A new file (runs,
  * streams…) adds one entry here.
  */
-export const routes: LangGraphRoutes[] = [infoRoutes, assistantRoutes, threadRoutes, storeRoutes, cronRoutes, runRoutes];
+export const routes: LangGraphRoutes[] = [
+  infoRoutes,
+  assistantRoutes,
+  threadRoutes,
+  storeRoutes,
+  cronRoutes,
+  runRoutes,
+];
 
 /** Paths under the prefix that answer without a key, as the official server's do. */
 export const PUBLIC_PATHS = ['/ok', '/info'];
