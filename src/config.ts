@@ -100,7 +100,7 @@ const configSchema = z.object({
   MCP_CALL_WAIT_SECONDS: positiveNumber.default(50),
   LANGGRAPH_API_PREFIX: z
     .string()
-    .regex(/^\/[A-Za-z0-9._~\/-]*[A-Za-z0-9._~-]$/, 'must be a path such as /langgraph (empty turns the API off)')
+    .regex(/^\/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]$/, 'must be a path such as /langgraph (empty turns the API off)')
     .refine((value) => !/^\/(v1|console|webhooks)(\/|$)/.test(value), 'must not take a path crewd already serves')
     .default('/langgraph'),
   MODEL_PRICES_FILE: z.string().min(1).optional(),
