@@ -15,8 +15,8 @@ import { bundleEnv, testVenv, writeProjects } from './lib/python-projects.js';
 /*
  * `npm run bench -- langgraph`: the LangGraph API against /v1 and against `langgraph dev` (the official in-memory
  * server, langgraph-cli[inmem] from PyPI, installed by the bench into its own environment where it installs).
- * - A one-node graph through POST /langgraph/threads/{id}/runs/wait, median, ÷ the same graph's /v1 run (POST to
- *   the event stream's `complete`), in turns.
+ * - A one-node graph through POST /langgraph/threads/{id}/runs/wait, median, ÷ the same graph's /v1 run on a
+ *   thread (POST /v1/threads/{id}/runs to the event stream's `complete`), in turns.
  * - The first `messages-tuple` token of a graph whose fake chat model streams 200 tokens: from the run's start
  *   (POST /runs/stream) and from the model producing it (the graph writes the time it got its first token as a
  *   `custom` chunk; same machine, same clock), p50 and p99.
@@ -175,12 +175,20 @@ async function deployBundle(target: JsonTarget, base: string, name: string, dir:
   }
 }
 
-/** A /v1 run POST → the stream's `complete`, in ms. */
-async function v1Run(target: JsonTarget, deploymentId: string): Promise<number> {
-  const started = now();
-  const created = await jsonRequest(target, 'POST', '/v1/runs', { deployment_id: deploymentId, input: { text: 'hi' } });
-  await followRun(target, created.run_id, () => {});
-  return now() - started;
+/** A /v1 run on a thread (made beforehand), POST → the stream's `complete`, in ms: the same kind of run as `wait`'s. */
+async function v1Runs(target: JsonTarget, deploymentId: string, count: number): Promise<number[]> {
+  const threads: string[] = [];
+  for (let i = 0; i < count; i++) {
+    threads.push((await jsonRequest(target, 'POST', '/v1/threads', { deployment_id: deploymentId })).thread_id);
+  }
+  const times: number[] = [];
+  for (const thread of threads) {
+    const started = now();
+    const created = await jsonRequest(target, 'POST', `/v1/threads/${thread}/runs`, { input: { text: 'hi' } });
+    await followRun(target, created.run_id, () => {});
+    times.push(now() - started);
+  }
+  return times;
 }
 
 /** langgraph dev in an environment of its own (made once, under ~/.cache/crewd); null with the reason when it cannot be. */
@@ -245,16 +253,16 @@ export async function run(): Promise<void> {
 
     // Warm: the versions' fork servers import their graphs with the first runs.
     await waits(server, 'echo', 5);
-    for (let i = 0; i < 5; i++) await v1Run(target, echoId);
+    await v1Runs(target, echoId, 5);
     const api: number[] = [];
     const v1: number[] = [];
     const perTurn = Math.ceil(RUNS / TURNS);
     for (let round = 0; round < TURNS; round++) {
       api.push(...(await waits(server, 'echo', perTurn)));
-      for (let i = 0; i < perTurn; i++) v1.push(await v1Run(target, echoId));
+      v1.push(...(await v1Runs(target, echoId, perTurn)));
     }
     printFigure('langgraph_wait_one_node_ms', median(api), 'ms');
-    printFigure('v1_run_one_node_ms', median(v1), 'ms');
+    printFigure('v1_thread_run_one_node_ms', median(v1), 'ms');
     printFigure('langgraph_wait_vs_v1_run', median(api) / median(v1), 'x', { op: '<=', target: 1.1 });
     const crewdTokens = await tokenFigures(server, 'tokens', TOKEN_RUNS);
     printTokens('langgraph', crewdTokens, true);

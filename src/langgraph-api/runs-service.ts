@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, conflict, notFound } from '../errors.js';
-import { toIso } from '../http/pagination.js';
+import type { RunEnd } from '../events/types.js';
 import * as runRepo from '../run-record/repository.js';
 import { type CreateRunParams, isTerminal, type RunCommand, type RunStatus } from '../run-record/types.js';
 import type { RunStream } from '../streams/stream.js';
@@ -58,7 +58,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A run that stopped at an interrupt (`run.interrupted`): its output is `{interrupts}` alone. */
-function pausedAt(run: V1Run): unknown[] | null {
+function pausedAt(run: Pick<V1Run, 'status' | 'output'>): unknown[] | null {
   const output = run.output;
   if (run.status !== 'succeeded' || !output) return null;
   const keys = Object.keys(output);
@@ -158,21 +158,23 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
   }
 
   /** Follows the run's stream until its end; resolves with the `complete` message. */
-  async function untilEnd(principal: { orgId: string; keyId: string }, runId: string): Promise<void> {
+  async function untilEnd(principal: { orgId: string; keyId: string }, runId: string): Promise<RunEnd | null> {
     for (;;) {
-      let ended = false;
+      let end: RunEnd | null = null;
       const stream: RunStream = services.streams.open(principal, runId, PAST_EVERY_EVENT);
       await stream.prepare();
       await stream.start(
         endSink((json) => {
-          if ((JSON.parse(json) as { type?: string }).type === 'complete') ended = true;
+          const message = JSON.parse(json) as { type?: string } & RunEnd;
+          if (message.type === 'complete')
+            end = { status: message.status, output: message.output, error: message.error };
         }),
       );
       await stream.done;
+      if (end) return end;
       // A stream past its lifetime (or cut by a fault) ends without the run: follow it again.
-      if (ended) return;
       const run = await getV1(principal.orgId, runId);
-      if (isTerminal(run.status)) return;
+      if (isTerminal(run.status)) return null;
     }
   }
 
@@ -293,8 +295,15 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
      * What `wait` and `join` answer once the run is over: the thread's values (the run's output
      * outside a thread) with `__interrupt__` when it stopped at one, or `__error__` when it failed.
      */
-    async finalValues(orgId: string, runId: string): Promise<Record<string, unknown>> {
-      const run = await getV1(orgId, runId);
+    async finalValues(
+      orgId: string,
+      started: { run_id: string; thread_id: string | null },
+      end: RunEnd | null,
+    ): Promise<Record<string, unknown>> {
+      // The run's end as its stream told it, else as stored.
+      const run = end
+        ? { status: end.status, output: end.output, error_message: end.error, thread_id: started.thread_id }
+        : await getV1(orgId, started.run_id);
       if (run.status === 'failed') return { __error__: errorOf(run.error_message ?? 'Run failed') };
       const interrupts = pausedAt(run);
       const values = run.thread_id
@@ -305,8 +314,6 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
       if (!interrupts) return values;
       return { ...values, __interrupt__: interrupts };
     },
-
-    toIso,
   };
 }
 

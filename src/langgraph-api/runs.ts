@@ -77,8 +77,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     const run = await runs.create(principal.orgId, threadId, body);
     locate(reply, run, false);
     if (body.on_disconnect === 'cancel') cancelOnDisconnect(request, reply, run.thread_id, run.run_id);
-    await runs.untilEnd(principal, run.run_id);
-    return runs.finalValues(principal.orgId, run.run_id);
+    return runs.finalValues(principal.orgId, run, await runs.untilEnd(principal, run.run_id));
   }
 
   async function joinStream(
@@ -209,8 +208,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
       const principal = principalOf(request);
       const run = await runs.get(principal.orgId, request.params.thread_id, request.params.run_id);
       if (request.query.cancel_on_disconnect) cancelOnDisconnect(request, reply, run.thread_id, run.run_id);
-      await runs.untilEnd(principal, run.run_id);
-      return runs.finalValues(principal.orgId, run.run_id);
+      return runs.finalValues(principal.orgId, run, await runs.untilEnd(principal, run.run_id));
     },
   );
 
