@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packProject } from '../src/cli/pack.js';
-import { cpuByPart, perRun, processPartOf, SERVICE } from './lib/cpu.js';
+import { cpuByPart, perRun, processPartOf, SERVICE, treeCpuMs } from './lib/cpu.js';
 import { now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, printFigure } from './lib/figures.js';
@@ -223,6 +223,12 @@ export async function run(): Promise<void> {
         op: '<=',
         target: 0.1,
       });
+    }
+    if (peer) {
+      // The peer's CPU per run under the same load, for the table's comparison (its tree: the server and workers).
+      const before = treeCpuMs(peer.pid);
+      await burst(waitRun(peer.target, ''), RUNS);
+      printFigure('throughput_peer_cpu_per_run_ms', (treeCpuMs(peer.pid) - before) / RUNS, 'ms');
     }
     await peer?.stop();
     peer = null;

@@ -50,6 +50,14 @@ export function processPartOf(pid: number, root: number): string {
     : 'fork servers';
 }
 
+/** CPU ms of `root`'s whole tree: each process's own and its ended children's. */
+export function treeCpuMs(root: number): number {
+  return treePids(root).reduce((sum, pid) => {
+    const cpu = cpuMs(pid);
+    return sum + (cpu ? cpu.own + cpu.children : 0);
+  }, 0);
+}
+
 /** CPU ms by part: crewd's process tree and the PostgreSQL backends serving `databaseUrl`'s database. */
 export type CpuByPart = Map<string, number>;
 
