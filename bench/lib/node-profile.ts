@@ -9,6 +9,7 @@ import { WebSocket } from 'undici';
 interface ProfileNode {
   id: number;
   callFrame: { url: string; functionName: string };
+  children?: number[];
 }
 
 interface Profile {
@@ -32,12 +33,25 @@ function partOf(frame: ProfileNode['callFrame']): string | null {
   return 'other';
 }
 
+/** A frame's part, and for Node.js's and V8's own code the nearest caller of crewd or a package, which asked. */
+function partWithCaller(id: number, byId: Map<number, ProfileNode>, parents: Map<number, number>): string | null {
+  const node = byId.get(id);
+  const part = node ? partOf(node.callFrame) : null;
+  if (!part || part.startsWith('src/') || part.startsWith('package ') || part === 'garbage collector') return part;
+  for (let up = parents.get(id); up !== undefined; up = parents.get(up)) {
+    const caller = partOf((byId.get(up) as ProfileNode).callFrame);
+    if (caller?.startsWith('src/') || caller?.startsWith('package ')) return `${part} from ${caller}`;
+  }
+  return part;
+}
+
 function aggregate(profile: Profile): Map<string, number> {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parents = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
   const ms = new Map<string, number>();
   profile.samples.forEach((id, index) => {
-    const node = byId.get(id);
-    const part = node ? partOf(node.callFrame) : null;
+    const part = partWithCaller(id, byId, parents);
     if (part) ms.set(part, (ms.get(part) ?? 0) + (profile.timeDeltas[index] ?? 0) / 1000);
   });
   return ms;
