@@ -5,7 +5,7 @@ import { principalOf } from '../auth/plugin.js';
 import type { CronService } from '../crons/service.js';
 import { notFound } from '../errors.js';
 import { bindThreadDeployment } from '../threads/repository.js';
-import type { LangGraphDeps } from './plugin.js';
+import type { LangGraphDeps } from './deps.js';
 import { errors, jsonObject, limitField, offsetField, optionalObject } from './schemas.js';
 import { findThread } from './threads-repo.js';
 import { defaultAssistantId, resolveAssistant, runEnvironment } from './translate.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { LangGraphDeps } from './plugin.js';
+import type { LangGraphDeps } from './deps.js';
 
 const infoSchema = z.object({
   version: z.string(),

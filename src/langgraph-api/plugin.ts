@@ -1,29 +1,12 @@
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { Services } from '../compose.js';
-import type { Config } from '../config.js';
-import type { Database } from '../db/types.js';
+import type { FastifyInstance } from 'fastify';
 import { assistantRoutes } from './assistants-routes.js';
 import { cronRoutes } from './crons-routes.js';
+import type { LangGraphDeps, LangGraphRoutes } from './deps.js';
 import { installDetailErrors } from './errors.js';
 import { infoRoutes } from './info.js';
 import { runRoutes } from './runs.js';
 import { storeRoutes } from './store-routes.js';
 import { threadRoutes } from './threads-routes.js';
-
-/** What every route file of the LangGraph API gets: the same services as /v1 (CONTRACTS §14). */
-export interface LangGraphDeps {
-  /**
-   * Where the API is served, e.g. `/langgraph` (for `Content-Location` and `Location`). Not named
-   * `prefix`: Fastify would take that register option as the routes' prefix a second time.
-   */
-  basePath: string;
-  db: Kysely<Database>;
-  config: Config;
-  services: Services['services'];
-}
-
-export type LangGraphRoutes = FastifyPluginAsync<LangGraphDeps>;
 
 /**
  * The route files of the API, registered in this order under the prefix. A new file (runs,

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
 import { resumePoint, serveStream } from '../streams/serve-stream.js';
-import type { LangGraphDeps } from './plugin.js';
+import type { LangGraphDeps } from './deps.js';
 import {
   batchBody,
   cancelManyBody,

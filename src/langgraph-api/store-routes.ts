@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
 import { toIso } from '../http/pagination.js';
+import type { LangGraphDeps } from './deps.js';
 import { unprocessable } from './errors.js';
-import type { LangGraphDeps } from './plugin.js';
 import { errors, jsonObject, limitField, offsetField, optionalObject } from './schemas.js';
 import * as repo from './store-repo.js';
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
 import { notFound } from '../errors.js';
-import type { LangGraphDeps } from './plugin.js';
+import type { LangGraphDeps } from './deps.js';
 import {
   checkpointSchema,
   errors,
