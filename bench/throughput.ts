@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packProject } from '../src/cli/pack.js';
@@ -184,7 +184,14 @@ async function memoryPerDeployment(server: Proc, project: string, first: string)
   printFigure('throughput_tree_rss_sum_per_active_deployment_mb', tree.rssMb / DEPLOYMENTS, 'MB');
 }
 
+/** The figures are as good as the machine is quiet: the load it had is printed beside them. */
+function printLoad(when: string): void {
+  const [one, five] = loadavg();
+  process.stdout.write(`load average ${when}: ${one?.toFixed(1)} (1 min), ${five?.toFixed(1)} (5 min)\n`);
+}
+
 export async function run(): Promise<void> {
+  printLoad('at the start');
   const venv = testVenv();
   const database = await createScratchDatabase();
   const dir = mkdtempSync(path.join(tmpdir(), 'crewd-bench-throughput-'));
@@ -236,6 +243,7 @@ export async function run(): Promise<void> {
 
     printFigure('throughput_crewd_idle_tree_memory_mb', idle.pssMb, 'MB');
     await memoryPerDeployment(server, projects.graph, first);
+    printLoad('at the end');
   } finally {
     await peer?.stop();
     await server?.stop();
