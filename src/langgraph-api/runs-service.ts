@@ -5,6 +5,7 @@ import * as runRepo from '../run-record/repository.js';
 import { type CreateRunParams, isTerminal, type RunCommand, type RunStatus } from '../run-record/types.js';
 import type { RunStream } from '../streams/stream.js';
 import type { StreamSink } from '../streams/stream-sink.js';
+import { ThreadOfAnotherDeployment } from '../threads/run-hooks.js';
 import type { LangGraphDeps } from './deps.js';
 import { unprocessable } from './errors.js';
 import type { LangGraphRun, RunCreateBody } from './runs-schemas.js';
@@ -148,6 +149,8 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
     try {
       return await services.runs.createRun(params);
     } catch (error) {
+      // CONTRACTS §14: a run of another deployment on a thread bound to one is 409 here (400 in /v1).
+      if (error instanceof ThreadOfAnotherDeployment) throw conflict(error.message);
       const threadId = params.threadId;
       const missing = error instanceof AppError && error.statusCode === 404 && error.message === 'Thread not found';
       if (!missing || !threadId) throw error;

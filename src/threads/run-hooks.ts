@@ -1,5 +1,5 @@
 import type { Db } from '../db/types.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { FinishedRun, RunEndHook, ThreadGate, ThreadState, ThreadTurn } from '../run-record/types.js';
 import type { Signals } from '../signals/hub.js';
@@ -9,6 +9,15 @@ import * as repo from './repository.js';
 export const threadNotFound = () => notFound('Thread not found');
 export const threadBusy = (threadId: string, runId: string | null) =>
   conflict(`Thread ${threadId} is busy with run ${runId ?? 'unknown'}`);
+/**
+ * A run on a thread bound to another deployment: 400 in /v1 (docs/threads.md); the LangGraph API
+ * answers it 409 (CONTRACTS §14), so it is told apart by its class.
+ */
+export class ThreadOfAnotherDeployment extends AppError {
+  constructor(threadId: string, deploymentId: string) {
+    super(400, 'bad_request', `thread_id: thread ${threadId} belongs to deployment ${deploymentId}`);
+  }
+}
 export const notInterrupted = (threadId: string, status: ThreadStatus) =>
   badRequest(
     `command: thread ${threadId} is ${status}, not interrupted; send input without command to start a new turn`,
@@ -46,7 +55,7 @@ export const takeThreadForRun: ThreadGate = async (trx, claim) => {
   // A thread made through the LangGraph API belongs to the deployment of its first run (CONTRACTS §14).
   if (thread.deployment_id === null) await repo.bindThreadDeployment(trx, threadId, claim.deploymentId);
   else if (thread.deployment_id !== claim.deploymentId) {
-    throw badRequest(`thread_id: thread ${threadId} belongs to deployment ${thread.deployment_id}`);
+    throw new ThreadOfAnotherDeployment(threadId, thread.deployment_id);
   }
   if (claim.command && thread.status !== 'interrupted') throw notInterrupted(threadId, thread.status);
   if (thread.status !== 'busy') {

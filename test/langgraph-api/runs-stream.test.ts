@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../helpers/app.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { explainWithoutPython, testPython } from '../python/helpers.js';
-import type { RunContext } from '../runs/helpers.js';
+import { deploy, type RunContext } from '../runs/helpers.js';
 import { startWithTokenGraph } from './runs-helpers.js';
 
 explainWithoutPython('LangGraph API runs and streams through @langchain/langgraph-sdk');
@@ -88,7 +88,7 @@ describe.runIf(testPython() !== null)('LangGraph API runs and streams through @l
     expect(names).toContain('messages/metadata');
     expect(tokensOf(parts)).toEqual(['w0', ' ', 'w1', ' ', 'w2']);
     const token = parts.find((part) => part.event === 'messages');
-    const [, metadata] = token?.data as [unknown, { langgraph_node: string }];
+    const [, metadata] = (token?.data ?? []) as [unknown, { langgraph_node: string }];
     expect(metadata.langgraph_node).toBe('chat');
     const inner = parts.filter((part) => part.event.startsWith('updates|notes:'));
     expect(inner.map((part) => part.data)).toEqual([{ count: { answers: 1 } }]);
@@ -222,5 +222,26 @@ describe.runIf(testPython() !== null)('LangGraph API runs and streams through @l
       body: { assistant_id: 'chat', input: {} },
     });
     expect(missing.statusCode).toBe(404);
+  });
+
+  it('answers 409 for a run of another deployment on a thread bound to one; /v1 still answers 400', {
+    timeout: 120_000,
+  }, async () => {
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, 'chat', { input: question(1) });
+    const { deploymentId: other } = await deploy(ctx, ['true']);
+    const renamed = await ctx.call('PATCH', `/v1/deployments/${other}`, { body: { name: 'other' } });
+    expect(renamed.statusCode, renamed.body).toBe(200);
+
+    const refused = await ctx.call('POST', `/langgraph/threads/${thread.thread_id}/runs`, {
+      body: { assistant_id: 'other', input: {} },
+    });
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json().detail).toMatch(`thread ${thread.thread_id} belongs to deployment `);
+    const v1 = await ctx.call('POST', '/v1/runs', {
+      body: { deployment_id: other, thread_id: thread.thread_id, input: {} },
+    });
+    expect(v1.statusCode, v1.body).toBe(400);
+    expect(v1.json().error.message).toMatch(`thread_id: thread ${thread.thread_id} belongs to deployment `);
   });
 });
