@@ -52,11 +52,18 @@ def _matches(value: object, hint: object) -> bool:
 
 
 def shape_errors(value: dict, typed: type) -> list[str]:
+    hints = typing.get_type_hints(typed, include_extras=True)
+    # A schema module with postponed annotations leaves NotRequired keys in __required_keys__.
+    optional = {
+        key
+        for key, hint in hints.items()
+        if typing.get_origin(hint) is typing.NotRequired
+    }
     hints = typing.get_type_hints(typed)
     errors = []
     for key in typed.__required_keys__:
         if key not in value:
-            if key not in SOMETIMES_ABSENT:
+            if key not in SOMETIMES_ABSENT and key not in optional:
                 errors.append(f"{typed.__name__}.{key} is missing")
         elif not _matches(value[key], hints[key]):
             errors.append(
