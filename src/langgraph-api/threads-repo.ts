@@ -124,6 +124,12 @@ export function findCheckpoint(db: Db, threadId: string, id: string) {
     .executeTakeFirst();
 }
 
+/** The runner's own checkpoint kept with one of crewd's (LangGraph's, for a graph), or null. */
+export async function runnerCheckpoint(db: Db, id: string): Promise<unknown> {
+  const row = await db.selectFrom('thread_checkpoints').select(['checkpoint']).where('id', '=', id).executeTakeFirst();
+  return row?.checkpoint ?? null;
+}
+
 /** The newest checkpoint older than `row` (its parent). */
 export function parentCheckpoint(db: Db, row: { thread_id: string; created_at: Date; id: string }) {
   return db

@@ -6,6 +6,7 @@ import { conflict, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import type { ThreadService } from '../threads/service.js';
 import { unprocessable } from './errors.js';
+import { nextNodes } from './graph-checkpoint.js';
 import * as repo from './threads-repo.js';
 
 const threadNotFound = (id: string) => notFound(`Thread ${id} not found`);
@@ -16,6 +17,8 @@ const taskIdOf = (threadId: string, checkpointId: string | null) => `${checkpoin
 function interruptsOf(interrupts: ThreadInterrupt[], threadId: string) {
   return interrupts.map((item, index) => ({ value: item.value, id: item.id ?? `${threadId}:${index}` }));
 }
+
+type Interrupts = ReturnType<typeof interruptsOf>;
 
 /** A thread as the SDKs read it: `interrupts` by task id (CONTRACTS §14). */
 export function toThread(row: repo.ThreadRow, latestCheckpointId: string | null = null) {
@@ -31,6 +34,23 @@ export function toThread(row: repo.ThreadRow, latestCheckpointId: string | null 
     config: {},
     error: null,
   };
+}
+
+/**
+ * The state's tasks, one per node LangGraph runs next (read from its checkpoint; `interrupt` when
+ * the thread has none to read). The interrupts go with the first, under the id `interrupts` keys.
+ */
+function tasksOf(names: string[], threadId: string, checkpointId: string | null, interrupts: Interrupts) {
+  return names.map((name, index) => ({
+    id: index === 0 ? taskIdOf(threadId, checkpointId) : `${checkpointId ?? threadId}:${name}`,
+    name,
+    path: ['__pregel_pull', name],
+    error: null,
+    interrupts: index === 0 ? interrupts : [],
+    checkpoint: null,
+    state: null,
+    result: null,
+  }));
 }
 
 const checkpointRef = (threadId: string, id: string) => ({
@@ -56,21 +76,10 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
     const parent = at ? await repo.parentCheckpoint(db, at) : undefined;
     const interrupts = latest ? interruptsOf(thread.interrupts, thread.id) : [];
     const checkpointId = at?.id ?? `${thread.id}:empty`;
-    const tasks =
-      interrupts.length > 0
-        ? [
-            {
-              id: taskIdOf(thread.id, at?.id ?? null),
-              name: 'interrupt',
-              path: ['__pregel_pull', 'interrupt'],
-              error: null,
-              interrupts,
-              checkpoint: null,
-              state: null,
-              result: null,
-            },
-          ]
-        : [];
+    const names = latest && at?.has_runner_checkpoint ? nextNodes(await repo.runnerCheckpoint(db, at.id)) : null;
+    // Interrupts with no node to hang them on (a checkpoint not read) go under a task named `interrupt`.
+    const known = names && (names.length > 0 || interrupts.length === 0) ? names : null;
+    const tasks = tasksOf(known ?? (interrupts.length > 0 ? ['interrupt'] : []), thread.id, at?.id ?? null, interrupts);
     return {
       values: (at ? at.values : thread.values) ?? {},
       next: tasks.map((task) => task.name),

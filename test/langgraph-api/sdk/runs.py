@@ -110,9 +110,17 @@ def sync_part(client) -> dict:
     )
     assert interrupt_of(asked)["value"] == {"question": "Send this answer?"}, asked
     assert client.threads.get(paused)["status"] == "interrupted"
+    state = client.threads.get_state(paused)
+    check(state, schema.ThreadState)
+    assert state["next"] == ["review"], state["next"]
+    [task] = state["tasks"]
+    assert task["name"] == "review" and task["interrupts"] == state["interrupts"], task
+    assert task["interrupts"][0]["value"] == {"question": "Send this answer?"}, task
     resumed = client.runs.wait(paused, "chat", command=Command(resume="yes"))
     assert resumed["approved"] == "yes", resumed
     assert client.threads.get(paused)["status"] == "idle"
+    after = client.threads.get_state(paused)
+    assert after["next"] == [] and after["tasks"] == [], after
     expect_status(
         400, lambda: client.runs.wait(paused, "chat", command=Command(resume="again"))
     )
