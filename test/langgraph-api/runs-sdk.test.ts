@@ -24,6 +24,11 @@ describe.runIf(testPython() !== null)('LangGraph API runs through langgraph-sdk'
     const streamed = await ctx.call('GET', `/v1/runs/${result.streamed}`);
     expect(streamed.statusCode, streamed.body).toBe(200);
     expect(streamed.json()).toMatchObject({ status: 'succeeded', thread_id: result.thread });
+    // What the client asked beside the input rides in it under __langgraph__ (docs/runs.md, docs/langgraph.md).
+    expect(streamed.json().input).toMatchObject({
+      tokens: 3,
+      __langgraph__: { assistant_id: expect.any(String), stream_mode: ['values', 'updates', 'messages-tuple'] },
+    });
     const canceled = await ctx.call('GET', `/v1/runs/${result.canceled}`);
     expect(canceled.json().status).toBe('canceled');
     const paused = await ctx.call('GET', `/v1/threads/${result.paused}`);
