@@ -18,6 +18,12 @@ export type Packed =
   | Packed[]
   | { [key: string]: Packed };
 
+/** A 64-bit integer as a number when it is exactly one, else as a bigint. */
+const exact = (value: bigint): number | bigint => {
+  const asNumber = Number(value);
+  return Number.isSafeInteger(asNumber) ? asNumber : value;
+};
+
 class Reader {
   private at = 0;
   private readonly view: DataView;
@@ -108,7 +114,7 @@ class Reader {
       case 0xce:
         return this.u32();
       case 0xcf:
-        return view.getBigUint64(this.take(8));
+        return exact(view.getBigUint64(this.take(8)));
       case 0xd0:
         return view.getInt8(this.take(1));
       case 0xd1:
@@ -116,7 +122,7 @@ class Reader {
       case 0xd2:
         return view.getInt32(this.take(4));
       case 0xd3:
-        return view.getBigInt64(this.take(8));
+        return exact(view.getBigInt64(this.take(8)));
       case 0xd4:
         return this.ext(1);
       case 0xd5:
