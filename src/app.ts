@@ -8,7 +8,7 @@ import { composeServices, type ServiceDependencies } from './compose.js';
 import { cronRoutes } from './crons/routes.js';
 import { deploymentRoutes } from './deployments/routes.js';
 import { consoleRoutes } from './http/console.js';
-import { frameworkErrorReply, installErrorHandling, MAX_PATH_PARAM_LENGTH } from './http/error-handler.js';
+import { frameworkErrorReplies, installErrorHandling, MAX_PATH_PARAM_LENGTH } from './http/error-handler.js';
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
@@ -41,7 +41,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<FastifyIn
     genReqId: () => randomUUID(),
     trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
-    frameworkErrors: frameworkErrorReply,
+    frameworkErrors: frameworkErrorReplies(config.langgraphApiPrefix),
   });
 
   app.setValidatorCompiler(validatorCompiler);

@@ -22,13 +22,19 @@ const FASTIFY_ERRORS: Record<string, { status: number; code: ErrorCode; message?
 
 export const MAX_PATH_PARAM_LENGTH = 200;
 
-/** Errors the router raises before any route runs: a malformed URL component or an over-long path parameter. */
-export function frameworkErrorReply(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const message =
-    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`
-      : 'The URL has a malformed component';
-  reply.status(400).send({ error: { message, code: 'bad_request' } });
+/**
+ * Errors the router raises before any route runs: a malformed URL component or an over-long path parameter. Under
+ * `langgraphPrefix` they take the LangGraph API's error shape, `{"detail": …}` (CONTRACTS §14), as its routes' own do.
+ */
+export function frameworkErrorReplies(langgraphPrefix: string | undefined) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    const message =
+      error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`
+        : 'The URL has a malformed component';
+    const langgraph = langgraphPrefix !== undefined && request.url.startsWith(`${langgraphPrefix}/`);
+    reply.status(400).send(langgraph ? { detail: message } : { error: { message, code: 'bad_request' } });
+  };
 }
 
 /** The one place errors become replies: `{ error: { message, code } }`, 5xx details only in the log. */

@@ -48,6 +48,9 @@ const SUCCESS_DESCRIPTIONS: Record<string, string> = {
 };
 
 type Operation = {
+  tags?: string[];
+  summary?: string;
+  description?: string;
   security?: unknown[];
   responses?: Record<string, { description?: string; content?: Record<string, { schema?: Record<string, unknown> }> }>;
 };
@@ -68,6 +71,9 @@ export function finishDocument<T>(document: T): T {
       const authenticated = path.startsWith('/v1/') || langgraph;
       if (!authenticated) operation.security = [];
       if (authenticated) responses[429] = {};
+      if (operation.tags?.includes('langgraph') && !operation.description) {
+        operation.description = `${operation.summary ?? ''}. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).`;
+      }
       for (const [status, response] of Object.entries(responses)) {
         const named = NAMED_RESPONSES[status];
         if (named && !isLangGraphError(response)) {

@@ -109,6 +109,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphCreateThreadRun',
         summary: 'Start a run on a thread (background)',
         params: threadParams,
         body: runCreateBody,
@@ -128,6 +129,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
       sse,
       schema: {
         tags,
+        operationId: 'langgraphStreamThreadRun',
         summary: 'Start a run on a thread and stream it',
         params: threadParams,
         body: runCreateBody,
@@ -142,6 +144,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphWaitThreadRun',
         summary: 'Start a run on a thread and answer its final values',
         params: threadParams,
         body: runCreateBody,
@@ -156,6 +159,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphListThreadRuns',
         summary: 'A thread’s runs, newest first',
         params: threadParams,
         querystring: listRunsQuery,
@@ -170,7 +174,15 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
 
   app.get(
     '/threads/:thread_id/runs/:run_id',
-    { schema: { tags, summary: 'Get a run', params: threadRunParams, response: { 200: runSchema, ...errors } } },
+    {
+      schema: {
+        tags,
+        operationId: 'langgraphGetThreadRun',
+        summary: 'Get a run',
+        params: threadRunParams,
+        response: { 200: runSchema, ...errors },
+      },
+    },
     async (request) => runs.get(principalOf(request).orgId, request.params.thread_id, request.params.run_id),
   );
 
@@ -179,6 +191,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphCancelThreadRun',
         summary: 'Cancel a run (`action=rollback` deletes it too)',
         description: 'The run is canceled when this answers, so `wait` changes nothing.',
         params: threadRunParams,
@@ -198,6 +211,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphJoinThreadRun',
         summary: 'Wait for a run’s end; answers the thread’s values',
         params: threadRunParams,
         querystring: joinQuery,
@@ -218,6 +232,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
       sse,
       schema: {
         tags,
+        operationId: 'langgraphJoinThreadRunStream',
         summary: 'Rejoin a run’s stream (`Last-Event-ID` resumes)',
         params: threadRunParams,
         querystring: joinStreamQuery,
@@ -229,7 +244,15 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
 
   app.delete(
     '/threads/:thread_id/runs/:run_id',
-    { schema: { tags, summary: 'Delete a finished run', params: threadRunParams, response: noContent } },
+    {
+      schema: {
+        tags,
+        operationId: 'langgraphDeleteThreadRun',
+        summary: 'Delete a finished run',
+        params: threadRunParams,
+        response: noContent,
+      },
+    },
     async (request, reply) => {
       await runs.remove(principalOf(request).orgId, request.params.thread_id, request.params.run_id);
       return reply.status(204).send(null);
@@ -243,6 +266,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphCreateRun',
         summary: 'Start a stateless run (background)',
         body: runCreateBody,
         response: { 200: runSchema, ...errors },
@@ -259,7 +283,13 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     '/runs/stream',
     {
       sse,
-      schema: { tags, summary: 'Start a stateless run and stream it', body: runCreateBody, response: streamResponse },
+      schema: {
+        tags,
+        operationId: 'langgraphStreamRun',
+        summary: 'Start a stateless run and stream it',
+        body: runCreateBody,
+        response: streamResponse,
+      },
     },
     async (request, reply) => streamNew(request, reply, null, request.body),
   );
@@ -269,6 +299,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphWaitRun',
         summary: 'Start a stateless run and answer its output',
         body: runCreateBody,
         response: { 200: jsonObject, ...errors },
@@ -282,6 +313,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphCreateRunBatch',
         summary: 'Start stateless runs (background)',
         body: batchBody,
         response: { 200: z.array(runSchema), ...errors },
@@ -301,6 +333,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     {
       schema: {
         tags,
+        operationId: 'langgraphCancelRuns',
         summary: 'Cancel runs by id, or a thread’s pending and running runs',
         querystring: cancelQuery.pick({ action: true }),
         body: cancelManyBody,
@@ -337,6 +370,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
       sse,
       schema: {
         tags,
+        operationId: 'langgraphJoinRunStream',
         summary: 'Rejoin a stateless run’s stream',
         params: runParams,
         querystring: joinStreamQuery,

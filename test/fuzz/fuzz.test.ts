@@ -162,8 +162,11 @@ describe('fuzzing every route', () => {
         }
         if (response.statusCode >= 400) {
           const body = response.json();
-          if (typeof body?.error?.message !== 'string' || typeof body?.error?.code !== 'string')
-            failures.push(describeCase);
+          // The LangGraph API answers its clients' error shape, {"detail": "…"} (CONTRACTS §14); /v1 its own.
+          const named = operation.path.startsWith('/langgraph/')
+            ? typeof body?.detail === 'string'
+            : typeof body?.error?.message === 'string' && typeof body?.error?.code === 'string';
+          if (!named) failures.push(describeCase);
         }
       }
     }
