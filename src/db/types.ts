@@ -7,12 +7,12 @@ import type {
   VersionStatus,
 } from '../builds/db-types.js';
 import type { CronsTable } from '../crons/db-types.js';
-import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../run-record/db-types.js';
 import type {
   LanggraphAssistantsTable,
   LanggraphAssistantVersionsTable,
   LanggraphStoreItemsTable,
 } from '../langgraph-api/db-types.js';
+import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../run-record/db-types.js';
 import type { TableCatalogTable } from '../tables/db-types.js';
 import type { ThreadCheckpointsTable, ThreadsTable } from '../threads/db-types.js';
 import type {
