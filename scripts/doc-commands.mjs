@@ -71,6 +71,7 @@ function sessionScript(root, blocks, folder, values) {
     // its own -f keeps it: curl refuses both at once).
     'curl() { for a in "$@"; do case "$a" in --fail | --fail-with-body | -[a-zA-Z]*f*) command curl "$@"; return;; esac; done; command curl --fail-with-body "$@"; }',
     // In a block's own command BASH_SOURCE[1] is the block's file and the line is the block's; else the block's end.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash's ${…}, not a template
     'failed() { local where="the block at $DOC line $FENCE"; [[ "${BASH_SOURCE[1]:-}" == */block-*.sh ]] && where="$DOC line $((FENCE + $1))"; echo "docs check: FAILED at $where: $BASH_COMMAND" >&2; }',
     "trap 'failed $LINENO' ERR",
   ];

@@ -95,7 +95,12 @@ const configSchema = z.object({
   SECRETS_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   MCP_ALLOWED_ORIGINS: z
     .string()
-    .transform((value) => value.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter((origin) => origin !== ''),
+    )
     .default([]),
   MCP_CALL_WAIT_SECONDS: positiveNumber.default(50),
   LANGGRAPH_API_PREFIX: z

@@ -30,7 +30,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an assistant of a deployment (graph_id: its name or id) */
+        /**
+         * Create an assistant of a deployment (graph_id: its name or id)
+         * @description Create an assistant of a deployment (graph_id: its name or id). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphCreateAssistant"];
         delete?: never;
         options?: never;
@@ -45,15 +48,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an assistant (its UUID, a graph_id or a deployment id) */
+        /**
+         * Get an assistant (its UUID, a graph_id or a deployment id)
+         * @description Get an assistant (its UUID, a graph_id or a deployment id). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphGetAssistant"];
         put?: never;
         post?: never;
-        /** Delete an assistant made through the API */
+        /**
+         * Delete an assistant made through the API
+         * @description Delete an assistant made through the API. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         delete: operations["langgraphDeleteAssistant"];
         options?: never;
         head?: never;
-        /** Update an assistant made through the API (a new version) */
+        /**
+         * Update an assistant made through the API (a new version)
+         * @description Update an assistant made through the API (a new version). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         patch: operations["langgraphUpdateAssistant"];
         trace?: never;
     };
@@ -64,7 +76,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The graph's nodes and edges */
+        /**
+         * The graph's nodes and edges
+         * @description The graph's nodes and edges. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphAssistantGraph"];
         put?: never;
         post?: never;
@@ -83,7 +98,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Make one of an assistant's versions its current one */
+        /**
+         * Make one of an assistant's versions its current one
+         * @description Make one of an assistant's versions its current one. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphSetLatestAssistantVersion"];
         delete?: never;
         options?: never;
@@ -98,7 +116,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The graph's input, output, state, config and context JSON schemas */
+        /**
+         * The graph's input, output, state, config and context JSON schemas
+         * @description The graph's input, output, state, config and context JSON schemas. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphAssistantSchemas"];
         put?: never;
         post?: never;
@@ -115,7 +136,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The graph's subgraphs' schemas (none recorded) */
+        /**
+         * The graph's subgraphs' schemas (none recorded)
+         * @description The graph's subgraphs' schemas (none recorded). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphAssistantSubgraphs"];
         put?: never;
         post?: never;
@@ -134,7 +158,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** An assistant's versions, newest first */
+        /**
+         * An assistant's versions, newest first
+         * @description An assistant's versions, newest first. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphAssistantVersions"];
         delete?: never;
         options?: never;
@@ -151,7 +178,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Count assistants */
+        /**
+         * Count assistants
+         * @description Count assistants. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphCountAssistants"];
         delete?: never;
         options?: never;
@@ -168,7 +198,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Search assistants */
+        /**
+         * Search assistants
+         * @description Search assistants. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphSearchAssistants"];
         delete?: never;
         options?: never;
@@ -183,7 +216,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What this LangGraph API serves */
+        /**
+         * What this LangGraph API serves
+         * @description What this LangGraph API serves. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphInfo"];
         put?: never;
         post?: never;
@@ -200,7 +236,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** LangGraph API liveness */
+        /**
+         * LangGraph API liveness
+         * @description LangGraph API liveness. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphOk"];
         put?: never;
         post?: never;
@@ -219,106 +258,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a stateless run (background) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description refused above 0: runs start at once (use a cron) */
-                        after_seconds?: number | null;
-                        assistant_id: string;
-                        /** @description refused unless null: crewd runs from the thread’s latest state */
-                        checkpoint?: unknown;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        checkpoint_during?: unknown;
-                        /** @description refused: crewd runs from the thread’s latest state */
-                        checkpoint_id?: string | null;
-                        command?: {
-                            goto?: unknown;
-                            resume?: unknown;
-                            update?: unknown;
-                        } | null;
-                        config?: {
-                            [key: string]: unknown;
-                        } | null;
-                        context?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        durability?: unknown;
-                        /** @description ignored: crewd has no LangSmith feedback */
-                        feedback_keys?: unknown;
-                        if_not_exists?: ("create" | "reject") | null;
-                        /** @description the graph input; null or absent with a command, or to go on from a stop */
-                        input?: unknown;
-                        interrupt_after?: ("*" | string[]) | null;
-                        interrupt_before?: ("*" | string[]) | null;
-                        /** @description ignored */
-                        langsmith_tracer?: unknown;
-                        metadata?: {
-                            [key: string]: unknown;
-                        } | null;
-                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
-                        /** @description ignored: a stateless run has no thread in crewd */
-                        on_completion?: ("delete" | "keep") | null;
-                        on_disconnect?: ("cancel" | "continue") | null;
-                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
-                        /** @description ignored: every run’s stream can be resumed */
-                        stream_resumable?: boolean | null;
-                        stream_subgraphs?: boolean | null;
-                        /** @description ignored */
-                        strict_resume?: unknown;
-                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
-                        webhook?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphRun"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Start a stateless run (background)
+         * @description Start a stateless run (background). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        post: operations["langgraphCreateRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -332,66 +276,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Rejoin a stateless run’s stream */
-        get: {
-            parameters: {
-                query?: {
-                    cancel_on_disconnect?: "0" | "1" | "true" | "false";
-                    /** @description ignored */
-                    checkpoint_id?: unknown;
-                    /** @description resume after this event id (as the Last-Event-ID header) */
-                    last_event_id?: string;
-                    /** @description ignored */
-                    namespace?: unknown;
-                    stream_mode?: ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[];
-                };
-                header?: never;
-                path: {
-                    run_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/event-stream": string;
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Rejoin a stateless run’s stream
+         * @description Rejoin a stateless run’s stream. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        get: operations["langgraphJoinRunStream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -409,106 +298,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start stateless runs (background) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description refused above 0: runs start at once (use a cron) */
-                        after_seconds?: number | null;
-                        assistant_id: string;
-                        /** @description refused unless null: crewd runs from the thread’s latest state */
-                        checkpoint?: unknown;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        checkpoint_during?: unknown;
-                        /** @description refused: crewd runs from the thread’s latest state */
-                        checkpoint_id?: string | null;
-                        command?: {
-                            goto?: unknown;
-                            resume?: unknown;
-                            update?: unknown;
-                        } | null;
-                        config?: {
-                            [key: string]: unknown;
-                        } | null;
-                        context?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        durability?: unknown;
-                        /** @description ignored: crewd has no LangSmith feedback */
-                        feedback_keys?: unknown;
-                        if_not_exists?: ("create" | "reject") | null;
-                        /** @description the graph input; null or absent with a command, or to go on from a stop */
-                        input?: unknown;
-                        interrupt_after?: ("*" | string[]) | null;
-                        interrupt_before?: ("*" | string[]) | null;
-                        /** @description ignored */
-                        langsmith_tracer?: unknown;
-                        metadata?: {
-                            [key: string]: unknown;
-                        } | null;
-                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
-                        /** @description ignored: a stateless run has no thread in crewd */
-                        on_completion?: ("delete" | "keep") | null;
-                        on_disconnect?: ("cancel" | "continue") | null;
-                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
-                        /** @description ignored: every run’s stream can be resumed */
-                        stream_resumable?: boolean | null;
-                        stream_subgraphs?: boolean | null;
-                        /** @description ignored */
-                        strict_resume?: unknown;
-                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
-                        webhook?: string | null;
-                    }[];
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphRun"][];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Start stateless runs (background)
+         * @description Start stateless runs (background). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        post: operations["langgraphCreateRunBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -524,70 +318,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel runs by id, or a thread’s pending and running runs */
-        post: {
-            parameters: {
-                query?: {
-                    action?: "interrupt" | "rollback";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        run_ids?: string[] | null;
-                        status?: ("pending" | "running" | "all") | null;
-                        thread_id?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Accepted */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description done */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Cancel runs by id, or a thread’s pending and running runs
+         * @description Cancel runs by id, or a thread’s pending and running runs. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        post: operations["langgraphCancelRuns"];
         delete?: never;
         options?: never;
         head?: never;
@@ -603,7 +338,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A cron that starts runs of an assistant's deployment */
+        /**
+         * A cron that starts runs of an assistant's deployment
+         * @description A cron that starts runs of an assistant's deployment. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphCreateCron"];
         delete?: never;
         options?: never;
@@ -621,11 +359,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a cron */
+        /**
+         * Delete a cron
+         * @description Delete a cron. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         delete: operations["langgraphDeleteCron"];
         options?: never;
         head?: never;
-        /** Change a cron's schedule, time zone, input or enabling */
+        /**
+         * Change a cron's schedule, time zone, input or enabling
+         * @description Change a cron's schedule, time zone, input or enabling. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         patch: operations["langgraphUpdateCron"];
         trace?: never;
     };
@@ -638,7 +382,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Count crons */
+        /**
+         * Count crons
+         * @description Count crons. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphCountCrons"];
         delete?: never;
         options?: never;
@@ -655,7 +402,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Search crons */
+        /**
+         * Search crons
+         * @description Search crons. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphSearchCrons"];
         delete?: never;
         options?: never;
@@ -672,106 +422,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a stateless run and stream it */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description refused above 0: runs start at once (use a cron) */
-                        after_seconds?: number | null;
-                        assistant_id: string;
-                        /** @description refused unless null: crewd runs from the thread’s latest state */
-                        checkpoint?: unknown;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        checkpoint_during?: unknown;
-                        /** @description refused: crewd runs from the thread’s latest state */
-                        checkpoint_id?: string | null;
-                        command?: {
-                            goto?: unknown;
-                            resume?: unknown;
-                            update?: unknown;
-                        } | null;
-                        config?: {
-                            [key: string]: unknown;
-                        } | null;
-                        context?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        durability?: unknown;
-                        /** @description ignored: crewd has no LangSmith feedback */
-                        feedback_keys?: unknown;
-                        if_not_exists?: ("create" | "reject") | null;
-                        /** @description the graph input; null or absent with a command, or to go on from a stop */
-                        input?: unknown;
-                        interrupt_after?: ("*" | string[]) | null;
-                        interrupt_before?: ("*" | string[]) | null;
-                        /** @description ignored */
-                        langsmith_tracer?: unknown;
-                        metadata?: {
-                            [key: string]: unknown;
-                        } | null;
-                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
-                        /** @description ignored: a stateless run has no thread in crewd */
-                        on_completion?: ("delete" | "keep") | null;
-                        on_disconnect?: ("cancel" | "continue") | null;
-                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
-                        /** @description ignored: every run’s stream can be resumed */
-                        stream_resumable?: boolean | null;
-                        stream_subgraphs?: boolean | null;
-                        /** @description ignored */
-                        strict_resume?: unknown;
-                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
-                        webhook?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/event-stream": string;
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Start a stateless run and stream it
+         * @description Start a stateless run and stream it. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        post: operations["langgraphStreamRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -787,108 +442,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a stateless run and answer its output */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description refused above 0: runs start at once (use a cron) */
-                        after_seconds?: number | null;
-                        assistant_id: string;
-                        /** @description refused unless null: crewd runs from the thread’s latest state */
-                        checkpoint?: unknown;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        checkpoint_during?: unknown;
-                        /** @description refused: crewd runs from the thread’s latest state */
-                        checkpoint_id?: string | null;
-                        command?: {
-                            goto?: unknown;
-                            resume?: unknown;
-                            update?: unknown;
-                        } | null;
-                        config?: {
-                            [key: string]: unknown;
-                        } | null;
-                        context?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        durability?: unknown;
-                        /** @description ignored: crewd has no LangSmith feedback */
-                        feedback_keys?: unknown;
-                        if_not_exists?: ("create" | "reject") | null;
-                        /** @description the graph input; null or absent with a command, or to go on from a stop */
-                        input?: unknown;
-                        interrupt_after?: ("*" | string[]) | null;
-                        interrupt_before?: ("*" | string[]) | null;
-                        /** @description ignored */
-                        langsmith_tracer?: unknown;
-                        metadata?: {
-                            [key: string]: unknown;
-                        } | null;
-                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
-                        /** @description ignored: a stateless run has no thread in crewd */
-                        on_completion?: ("delete" | "keep") | null;
-                        on_disconnect?: ("cancel" | "continue") | null;
-                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
-                        /** @description ignored: every run’s stream can be resumed */
-                        stream_resumable?: boolean | null;
-                        stream_subgraphs?: boolean | null;
-                        /** @description ignored */
-                        strict_resume?: unknown;
-                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
-                        webhook?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Start a stateless run and answer its output
+         * @description Start a stateless run and answer its output. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        post: operations["langgraphWaitRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -902,12 +460,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One item, or null */
+        /**
+         * One item, or null
+         * @description One item, or null. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphGetItem"];
-        /** Store an item (replaces the item of that namespace and key) */
+        /**
+         * Store an item (replaces the item of that namespace and key)
+         * @description Store an item (replaces the item of that namespace and key). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         put: operations["langgraphPutItem"];
         post?: never;
-        /** Delete an item */
+        /**
+         * Delete an item
+         * @description Delete an item. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         delete: operations["langgraphDeleteItem"];
         options?: never;
         head?: never;
@@ -923,7 +490,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Items under a namespace prefix whose value matches a filter */
+        /**
+         * Items under a namespace prefix whose value matches a filter
+         * @description Items under a namespace prefix whose value matches a filter. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphSearchItems"];
         delete?: never;
         options?: never;
@@ -940,7 +510,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The namespaces items are stored under */
+        /**
+         * The namespaces items are stored under
+         * @description The namespaces items are stored under. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphListNamespaces"];
         delete?: never;
         options?: never;
@@ -957,7 +530,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a thread (client-chosen thread_id with if_exists raise or do_nothing) */
+        /**
+         * Create a thread (client-chosen thread_id with if_exists raise or do_nothing)
+         * @description Create a thread (client-chosen thread_id with if_exists raise or do_nothing). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphCreateThread"];
         delete?: never;
         options?: never;
@@ -972,15 +548,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a thread */
+        /**
+         * Get a thread
+         * @description Get a thread. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphGetThread"];
         put?: never;
         post?: never;
-        /** Delete a thread (409 while a run of it is running) */
+        /**
+         * Delete a thread (409 while a run of it is running)
+         * @description Delete a thread (409 while a run of it is running). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         delete: operations["langgraphDeleteThread"];
         options?: never;
         head?: never;
-        /** Merge metadata into a thread's */
+        /**
+         * Merge metadata into a thread's
+         * @description Merge metadata into a thread's. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         patch: operations["langgraphUpdateThread"];
         trace?: never;
     };
@@ -993,7 +578,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Copy a thread with its state and checkpoints */
+        /**
+         * Copy a thread with its state and checkpoints
+         * @description Copy a thread with its state and checkpoints. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphCopyThread"];
         delete?: never;
         options?: never;
@@ -1008,10 +596,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A thread's past states, newest first */
+        /**
+         * A thread's past states, newest first
+         * @description A thread's past states, newest first. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphThreadHistory"];
         put?: never;
-        /** A thread's past states, newest first */
+        /**
+         * A thread's past states, newest first
+         * @description A thread's past states, newest first. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphSearchThreadHistory"];
         delete?: never;
         options?: never;
@@ -1026,166 +620,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A thread’s runs, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    offset?: number;
-                    /** @description ignored: runs are answered whole */
-                    select?: unknown;
-                    status?: "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
-                };
-                header?: never;
-                path: {
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphRun"][];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * A thread’s runs, newest first
+         * @description A thread’s runs, newest first. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        get: operations["langgraphListThreadRuns"];
         put?: never;
-        /** Start a run on a thread (background) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description refused above 0: runs start at once (use a cron) */
-                        after_seconds?: number | null;
-                        assistant_id: string;
-                        /** @description refused unless null: crewd runs from the thread’s latest state */
-                        checkpoint?: unknown;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        checkpoint_during?: unknown;
-                        /** @description refused: crewd runs from the thread’s latest state */
-                        checkpoint_id?: string | null;
-                        command?: {
-                            goto?: unknown;
-                            resume?: unknown;
-                            update?: unknown;
-                        } | null;
-                        config?: {
-                            [key: string]: unknown;
-                        } | null;
-                        context?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        durability?: unknown;
-                        /** @description ignored: crewd has no LangSmith feedback */
-                        feedback_keys?: unknown;
-                        if_not_exists?: ("create" | "reject") | null;
-                        /** @description the graph input; null or absent with a command, or to go on from a stop */
-                        input?: unknown;
-                        interrupt_after?: ("*" | string[]) | null;
-                        interrupt_before?: ("*" | string[]) | null;
-                        /** @description ignored */
-                        langsmith_tracer?: unknown;
-                        metadata?: {
-                            [key: string]: unknown;
-                        } | null;
-                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
-                        /** @description ignored: a stateless run has no thread in crewd */
-                        on_completion?: ("delete" | "keep") | null;
-                        on_disconnect?: ("cancel" | "continue") | null;
-                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
-                        /** @description ignored: every run’s stream can be resumed */
-                        stream_resumable?: boolean | null;
-                        stream_subgraphs?: boolean | null;
-                        /** @description ignored */
-                        strict_resume?: unknown;
-                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
-                        webhook?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphRun"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Start a run on a thread (background)
+         * @description Start a run on a thread (background). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        post: operations["langgraphCreateThreadRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1199,117 +644,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a run */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    run_id: string;
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphRun"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Get a run
+         * @description Get a run. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        get: operations["langgraphGetThreadRun"];
         put?: never;
         post?: never;
-        /** Delete a finished run */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    run_id: string;
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Accepted */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description done */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Delete a finished run
+         * @description Delete a finished run. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        delete: operations["langgraphDeleteThreadRun"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1328,67 +674,7 @@ export interface paths {
          * Cancel a run (`action=rollback` deletes it too)
          * @description The run is canceled when this answers, so `wait` changes nothing.
          */
-        post: {
-            parameters: {
-                query?: {
-                    action?: "interrupt" | "rollback";
-                    /** @description ignored */
-                    reason?: string;
-                    wait?: "0" | "1" | "true" | "false";
-                };
-                header?: never;
-                path: {
-                    run_id: string;
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Accepted */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description done */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        post: operations["langgraphCancelThreadRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1402,62 +688,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Wait for a run’s end; answers the thread’s values */
-        get: {
-            parameters: {
-                query?: {
-                    cancel_on_disconnect?: "0" | "1" | "true" | "false";
-                };
-                header?: never;
-                path: {
-                    run_id: string;
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Wait for a run’s end; answers the thread’s values
+         * @description Wait for a run’s end; answers the thread’s values. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        get: operations["langgraphJoinThreadRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1473,67 +708,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Rejoin a run’s stream (`Last-Event-ID` resumes) */
-        get: {
-            parameters: {
-                query?: {
-                    cancel_on_disconnect?: "0" | "1" | "true" | "false";
-                    /** @description ignored */
-                    checkpoint_id?: unknown;
-                    /** @description resume after this event id (as the Last-Event-ID header) */
-                    last_event_id?: string;
-                    /** @description ignored */
-                    namespace?: unknown;
-                    stream_mode?: ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[];
-                };
-                header?: never;
-                path: {
-                    run_id: string;
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/event-stream": string;
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Rejoin a run’s stream (`Last-Event-ID` resumes)
+         * @description Rejoin a run’s stream (`Last-Event-ID` resumes). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        get: operations["langgraphJoinThreadRunStream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1551,7 +730,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A cron that starts runs in a thread */
+        /**
+         * A cron that starts runs in a thread
+         * @description A cron that starts runs in a thread. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphCreateThreadCron"];
         delete?: never;
         options?: never;
@@ -1568,108 +750,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a run on a thread and stream it */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description refused above 0: runs start at once (use a cron) */
-                        after_seconds?: number | null;
-                        assistant_id: string;
-                        /** @description refused unless null: crewd runs from the thread’s latest state */
-                        checkpoint?: unknown;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        checkpoint_during?: unknown;
-                        /** @description refused: crewd runs from the thread’s latest state */
-                        checkpoint_id?: string | null;
-                        command?: {
-                            goto?: unknown;
-                            resume?: unknown;
-                            update?: unknown;
-                        } | null;
-                        config?: {
-                            [key: string]: unknown;
-                        } | null;
-                        context?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        durability?: unknown;
-                        /** @description ignored: crewd has no LangSmith feedback */
-                        feedback_keys?: unknown;
-                        if_not_exists?: ("create" | "reject") | null;
-                        /** @description the graph input; null or absent with a command, or to go on from a stop */
-                        input?: unknown;
-                        interrupt_after?: ("*" | string[]) | null;
-                        interrupt_before?: ("*" | string[]) | null;
-                        /** @description ignored */
-                        langsmith_tracer?: unknown;
-                        metadata?: {
-                            [key: string]: unknown;
-                        } | null;
-                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
-                        /** @description ignored: a stateless run has no thread in crewd */
-                        on_completion?: ("delete" | "keep") | null;
-                        on_disconnect?: ("cancel" | "continue") | null;
-                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
-                        /** @description ignored: every run’s stream can be resumed */
-                        stream_resumable?: boolean | null;
-                        stream_subgraphs?: boolean | null;
-                        /** @description ignored */
-                        strict_resume?: unknown;
-                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
-                        webhook?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/event-stream": string;
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Start a run on a thread and stream it
+         * @description Start a run on a thread and stream it. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        post: operations["langgraphStreamThreadRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1685,110 +770,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a run on a thread and answer its final values */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thread_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description refused above 0: runs start at once (use a cron) */
-                        after_seconds?: number | null;
-                        assistant_id: string;
-                        /** @description refused unless null: crewd runs from the thread’s latest state */
-                        checkpoint?: unknown;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        checkpoint_during?: unknown;
-                        /** @description refused: crewd runs from the thread’s latest state */
-                        checkpoint_id?: string | null;
-                        command?: {
-                            goto?: unknown;
-                            resume?: unknown;
-                            update?: unknown;
-                        } | null;
-                        config?: {
-                            [key: string]: unknown;
-                        } | null;
-                        context?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description ignored: crewd writes one checkpoint per run */
-                        durability?: unknown;
-                        /** @description ignored: crewd has no LangSmith feedback */
-                        feedback_keys?: unknown;
-                        if_not_exists?: ("create" | "reject") | null;
-                        /** @description the graph input; null or absent with a command, or to go on from a stop */
-                        input?: unknown;
-                        interrupt_after?: ("*" | string[]) | null;
-                        interrupt_before?: ("*" | string[]) | null;
-                        /** @description ignored */
-                        langsmith_tracer?: unknown;
-                        metadata?: {
-                            [key: string]: unknown;
-                        } | null;
-                        multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
-                        /** @description ignored: a stateless run has no thread in crewd */
-                        on_completion?: ("delete" | "keep") | null;
-                        on_disconnect?: ("cancel" | "continue") | null;
-                        stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
-                        /** @description ignored: every run’s stream can be resumed */
-                        stream_resumable?: boolean | null;
-                        stream_subgraphs?: boolean | null;
-                        /** @description ignored */
-                        strict_resume?: unknown;
-                        /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
-                        webhook?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LangGraphError"];
-                    };
-                };
-                429: components["responses"]["RateLimited"];
-            };
-        };
+        /**
+         * Start a run on a thread and answer its final values
+         * @description Start a run on a thread and answer its final values. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
+        post: operations["langgraphWaitThreadRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1802,10 +788,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A thread's current state */
+        /**
+         * A thread's current state
+         * @description A thread's current state. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphThreadState"];
         put?: never;
-        /** Update a thread's values (threads without a LangGraph checkpoint; see docs/langgraph.md) */
+        /**
+         * Update a thread's values (threads without a LangGraph checkpoint; see docs/langgraph.md)
+         * @description Update a thread's values (threads without a LangGraph checkpoint; see docs/langgraph.md). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphUpdateThreadState"];
         delete?: never;
         options?: never;
@@ -1820,7 +812,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A thread's state at one checkpoint */
+        /**
+         * A thread's state at one checkpoint
+         * @description A thread's state at one checkpoint. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         get: operations["langgraphThreadStateAt"];
         put?: never;
         post?: never;
@@ -1839,7 +834,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A thread's state at the checkpoint the body names */
+        /**
+         * A thread's state at the checkpoint the body names
+         * @description A thread's state at the checkpoint the body names. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphThreadStateAtCheckpoint"];
         delete?: never;
         options?: never;
@@ -1856,7 +854,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Count threads */
+        /**
+         * Count threads
+         * @description Count threads. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphCountThreads"];
         delete?: never;
         options?: never;
@@ -1873,7 +874,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Search threads */
+        /**
+         * Search threads
+         * @description Search threads. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         */
         post: operations["langgraphSearchThreads"];
         delete?: never;
         options?: never;
@@ -4809,6 +3813,326 @@ export interface operations {
             };
         };
     };
+    langgraphCreateRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description refused above 0: runs start at once (use a cron) */
+                    after_seconds?: number | null;
+                    assistant_id: string;
+                    /** @description refused unless null: crewd runs from the thread’s latest state */
+                    checkpoint?: unknown;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    checkpoint_during?: unknown;
+                    /** @description refused: crewd runs from the thread’s latest state */
+                    checkpoint_id?: string | null;
+                    command?: {
+                        goto?: unknown;
+                        resume?: unknown;
+                        update?: unknown;
+                    } | null;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    durability?: unknown;
+                    /** @description ignored: crewd has no LangSmith feedback */
+                    feedback_keys?: unknown;
+                    if_not_exists?: ("create" | "reject") | null;
+                    /** @description the graph input; null or absent with a command, or to go on from a stop */
+                    input?: unknown;
+                    interrupt_after?: ("*" | string[]) | null;
+                    interrupt_before?: ("*" | string[]) | null;
+                    /** @description ignored */
+                    langsmith_tracer?: unknown;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                    /** @description ignored: a stateless run has no thread in crewd */
+                    on_completion?: ("delete" | "keep") | null;
+                    on_disconnect?: ("cancel" | "continue") | null;
+                    stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                    /** @description ignored: every run’s stream can be resumed */
+                    stream_resumable?: boolean | null;
+                    stream_subgraphs?: boolean | null;
+                    /** @description ignored */
+                    strict_resume?: unknown;
+                    /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                    webhook?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphRun"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphJoinRunStream: {
+        parameters: {
+            query?: {
+                cancel_on_disconnect?: "0" | "1" | "true" | "false";
+                /** @description ignored */
+                checkpoint_id?: unknown;
+                /** @description resume after this event id (as the Last-Event-ID header) */
+                last_event_id?: string;
+                /** @description ignored */
+                namespace?: unknown;
+                stream_mode?: ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[];
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphCreateRunBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description refused above 0: runs start at once (use a cron) */
+                    after_seconds?: number | null;
+                    assistant_id: string;
+                    /** @description refused unless null: crewd runs from the thread’s latest state */
+                    checkpoint?: unknown;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    checkpoint_during?: unknown;
+                    /** @description refused: crewd runs from the thread’s latest state */
+                    checkpoint_id?: string | null;
+                    command?: {
+                        goto?: unknown;
+                        resume?: unknown;
+                        update?: unknown;
+                    } | null;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    durability?: unknown;
+                    /** @description ignored: crewd has no LangSmith feedback */
+                    feedback_keys?: unknown;
+                    if_not_exists?: ("create" | "reject") | null;
+                    /** @description the graph input; null or absent with a command, or to go on from a stop */
+                    input?: unknown;
+                    interrupt_after?: ("*" | string[]) | null;
+                    interrupt_before?: ("*" | string[]) | null;
+                    /** @description ignored */
+                    langsmith_tracer?: unknown;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                    /** @description ignored: a stateless run has no thread in crewd */
+                    on_completion?: ("delete" | "keep") | null;
+                    on_disconnect?: ("cancel" | "continue") | null;
+                    stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                    /** @description ignored: every run’s stream can be resumed */
+                    stream_resumable?: boolean | null;
+                    stream_subgraphs?: boolean | null;
+                    /** @description ignored */
+                    strict_resume?: unknown;
+                    /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                    webhook?: string | null;
+                }[];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphRun"][];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphCancelRuns: {
+        parameters: {
+            query?: {
+                action?: "interrupt" | "rollback";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    run_ids?: string[] | null;
+                    status?: ("pending" | "running" | "all") | null;
+                    thread_id?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description done */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
     langgraphCreateCron: {
         parameters: {
             query?: never;
@@ -5065,6 +4389,206 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LangGraphCron"][];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphStreamRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description refused above 0: runs start at once (use a cron) */
+                    after_seconds?: number | null;
+                    assistant_id: string;
+                    /** @description refused unless null: crewd runs from the thread’s latest state */
+                    checkpoint?: unknown;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    checkpoint_during?: unknown;
+                    /** @description refused: crewd runs from the thread’s latest state */
+                    checkpoint_id?: string | null;
+                    command?: {
+                        goto?: unknown;
+                        resume?: unknown;
+                        update?: unknown;
+                    } | null;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    durability?: unknown;
+                    /** @description ignored: crewd has no LangSmith feedback */
+                    feedback_keys?: unknown;
+                    if_not_exists?: ("create" | "reject") | null;
+                    /** @description the graph input; null or absent with a command, or to go on from a stop */
+                    input?: unknown;
+                    interrupt_after?: ("*" | string[]) | null;
+                    interrupt_before?: ("*" | string[]) | null;
+                    /** @description ignored */
+                    langsmith_tracer?: unknown;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                    /** @description ignored: a stateless run has no thread in crewd */
+                    on_completion?: ("delete" | "keep") | null;
+                    on_disconnect?: ("cancel" | "continue") | null;
+                    stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                    /** @description ignored: every run’s stream can be resumed */
+                    stream_resumable?: boolean | null;
+                    stream_subgraphs?: boolean | null;
+                    /** @description ignored */
+                    strict_resume?: unknown;
+                    /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                    webhook?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphWaitRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description refused above 0: runs start at once (use a cron) */
+                    after_seconds?: number | null;
+                    assistant_id: string;
+                    /** @description refused unless null: crewd runs from the thread’s latest state */
+                    checkpoint?: unknown;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    checkpoint_during?: unknown;
+                    /** @description refused: crewd runs from the thread’s latest state */
+                    checkpoint_id?: string | null;
+                    command?: {
+                        goto?: unknown;
+                        resume?: unknown;
+                        update?: unknown;
+                    } | null;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    durability?: unknown;
+                    /** @description ignored: crewd has no LangSmith feedback */
+                    feedback_keys?: unknown;
+                    if_not_exists?: ("create" | "reject") | null;
+                    /** @description the graph input; null or absent with a command, or to go on from a stop */
+                    input?: unknown;
+                    interrupt_after?: ("*" | string[]) | null;
+                    interrupt_before?: ("*" | string[]) | null;
+                    /** @description ignored */
+                    langsmith_tracer?: unknown;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                    /** @description ignored: a stateless run has no thread in crewd */
+                    on_completion?: ("delete" | "keep") | null;
+                    on_disconnect?: ("cancel" | "continue") | null;
+                    stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                    /** @description ignored: every run’s stream can be resumed */
+                    stream_resumable?: boolean | null;
+                    stream_subgraphs?: boolean | null;
+                    /** @description ignored */
+                    strict_resume?: unknown;
+                    /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                    webhook?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description Default Response */
@@ -5772,6 +5296,446 @@ export interface operations {
             429: components["responses"]["RateLimited"];
         };
     };
+    langgraphListThreadRuns: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description ignored: runs are answered whole */
+                select?: unknown;
+                status?: "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
+            };
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphRun"][];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphCreateThreadRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description refused above 0: runs start at once (use a cron) */
+                    after_seconds?: number | null;
+                    assistant_id: string;
+                    /** @description refused unless null: crewd runs from the thread’s latest state */
+                    checkpoint?: unknown;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    checkpoint_during?: unknown;
+                    /** @description refused: crewd runs from the thread’s latest state */
+                    checkpoint_id?: string | null;
+                    command?: {
+                        goto?: unknown;
+                        resume?: unknown;
+                        update?: unknown;
+                    } | null;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    durability?: unknown;
+                    /** @description ignored: crewd has no LangSmith feedback */
+                    feedback_keys?: unknown;
+                    if_not_exists?: ("create" | "reject") | null;
+                    /** @description the graph input; null or absent with a command, or to go on from a stop */
+                    input?: unknown;
+                    interrupt_after?: ("*" | string[]) | null;
+                    interrupt_before?: ("*" | string[]) | null;
+                    /** @description ignored */
+                    langsmith_tracer?: unknown;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                    /** @description ignored: a stateless run has no thread in crewd */
+                    on_completion?: ("delete" | "keep") | null;
+                    on_disconnect?: ("cancel" | "continue") | null;
+                    stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                    /** @description ignored: every run’s stream can be resumed */
+                    stream_resumable?: boolean | null;
+                    stream_subgraphs?: boolean | null;
+                    /** @description ignored */
+                    strict_resume?: unknown;
+                    /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                    webhook?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphRun"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphGetThreadRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphRun"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphDeleteThreadRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description done */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphCancelThreadRun: {
+        parameters: {
+            query?: {
+                action?: "interrupt" | "rollback";
+                /** @description ignored */
+                reason?: string;
+                wait?: "0" | "1" | "true" | "false";
+            };
+            header?: never;
+            path: {
+                run_id: string;
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description done */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphJoinThreadRun: {
+        parameters: {
+            query?: {
+                cancel_on_disconnect?: "0" | "1" | "true" | "false";
+            };
+            header?: never;
+            path: {
+                run_id: string;
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphJoinThreadRunStream: {
+        parameters: {
+            query?: {
+                cancel_on_disconnect?: "0" | "1" | "true" | "false";
+                /** @description ignored */
+                checkpoint_id?: unknown;
+                /** @description resume after this event id (as the Last-Event-ID header) */
+                last_event_id?: string;
+                /** @description ignored */
+                namespace?: unknown;
+                stream_mode?: ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[];
+            };
+            header?: never;
+            path: {
+                run_id: string;
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
     langgraphCreateThreadCron: {
         parameters: {
             query?: never;
@@ -5809,6 +5773,210 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LangGraphCron"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphStreamThreadRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description refused above 0: runs start at once (use a cron) */
+                    after_seconds?: number | null;
+                    assistant_id: string;
+                    /** @description refused unless null: crewd runs from the thread’s latest state */
+                    checkpoint?: unknown;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    checkpoint_during?: unknown;
+                    /** @description refused: crewd runs from the thread’s latest state */
+                    checkpoint_id?: string | null;
+                    command?: {
+                        goto?: unknown;
+                        resume?: unknown;
+                        update?: unknown;
+                    } | null;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    durability?: unknown;
+                    /** @description ignored: crewd has no LangSmith feedback */
+                    feedback_keys?: unknown;
+                    if_not_exists?: ("create" | "reject") | null;
+                    /** @description the graph input; null or absent with a command, or to go on from a stop */
+                    input?: unknown;
+                    interrupt_after?: ("*" | string[]) | null;
+                    interrupt_before?: ("*" | string[]) | null;
+                    /** @description ignored */
+                    langsmith_tracer?: unknown;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                    /** @description ignored: a stateless run has no thread in crewd */
+                    on_completion?: ("delete" | "keep") | null;
+                    on_disconnect?: ("cancel" | "continue") | null;
+                    stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                    /** @description ignored: every run’s stream can be resumed */
+                    stream_resumable?: boolean | null;
+                    stream_subgraphs?: boolean | null;
+                    /** @description ignored */
+                    strict_resume?: unknown;
+                    /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                    webhook?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LangGraphError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    langgraphWaitThreadRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description refused above 0: runs start at once (use a cron) */
+                    after_seconds?: number | null;
+                    assistant_id: string;
+                    /** @description refused unless null: crewd runs from the thread’s latest state */
+                    checkpoint?: unknown;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    checkpoint_during?: unknown;
+                    /** @description refused: crewd runs from the thread’s latest state */
+                    checkpoint_id?: string | null;
+                    command?: {
+                        goto?: unknown;
+                        resume?: unknown;
+                        update?: unknown;
+                    } | null;
+                    config?: {
+                        [key: string]: unknown;
+                    } | null;
+                    context?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description ignored: crewd writes one checkpoint per run */
+                    durability?: unknown;
+                    /** @description ignored: crewd has no LangSmith feedback */
+                    feedback_keys?: unknown;
+                    if_not_exists?: ("create" | "reject") | null;
+                    /** @description the graph input; null or absent with a command, or to go on from a stop */
+                    input?: unknown;
+                    interrupt_after?: ("*" | string[]) | null;
+                    interrupt_before?: ("*" | string[]) | null;
+                    /** @description ignored */
+                    langsmith_tracer?: unknown;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    multitask_strategy?: ("reject" | "interrupt" | "rollback" | "enqueue") | null;
+                    /** @description ignored: a stateless run has no thread in crewd */
+                    on_completion?: ("delete" | "keep") | null;
+                    on_disconnect?: ("cancel" | "continue") | null;
+                    stream_mode?: (("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints") | ("values" | "updates" | "custom" | "messages" | "messages-tuple" | "events" | "debug" | "tasks" | "checkpoints")[]) | null;
+                    /** @description ignored: every run’s stream can be resumed */
+                    stream_resumable?: boolean | null;
+                    stream_subgraphs?: boolean | null;
+                    /** @description ignored */
+                    strict_resume?: unknown;
+                    /** @description refused: use crewd’s webhooks (POST /v1/webhooks) */
+                    webhook?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description Default Response */

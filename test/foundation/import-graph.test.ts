@@ -112,7 +112,10 @@ describe('the import graph of src/', () => {
     try {
       mkdirSync(path.join(root, 'a'));
       mkdirSync(path.join(root, 'b'));
-      writeFileSync(path.join(root, 'a/one.ts'), "import type {\n  Two,\n} from '../b/two.js';\nexport type One = Two;\n");
+      writeFileSync(
+        path.join(root, 'a/one.ts'),
+        "import type {\n  Two,\n} from '../b/two.js';\nexport type One = Two;\n",
+      );
       writeFileSync(path.join(root, 'b/two.ts'), "export type { Three } from '../a/three.js';\n");
       writeFileSync(path.join(root, 'a/three.ts'), "export { type One } from './one.js';\n");
       writeFileSync(path.join(root, 'above.ts'), "import { type One } from './a/one.js';\nimport './a/three.js';\n");
