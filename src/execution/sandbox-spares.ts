@@ -48,8 +48,7 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
   const maxSpares = options.maxSpares ?? DEFAULT_MAX_SPARES;
   /** One waiting spare per shape key, oldest first. */
   const waiting = new Map<string, Spare>();
-  /** Spares being made, by shape key: a run that finds none waiting waits for this one rather than make its own. */
-  const starting = new Map<string, Promise<void>>();
+  const starting = new Set<string>();
   let stopped = false;
 
   function end(spare: Spare): void {
@@ -78,8 +77,7 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
       if (spare.runFolder !== null) await removeScratchFolder(path.join(folder, spare.runFolder));
       await removeScratchFolder(folder);
     });
-    // Stopped meanwhile, or another of its shape got there first (it was made while a run waited for this one).
-    if (stopped || waiting.has(shape.key)) return end(spare);
+    if (stopped) return end(spare);
     waiting.set(shape.key, spare);
     if (waiting.size > maxSpares) {
       const [oldestKey, oldest] = waiting.entries().next().value as [string, Spare];
@@ -91,23 +89,10 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
   /** Makes a spare of this shape unless one waits or is being made. */
   function make(shape: SpareShape): void {
     if (stopped || waiting.has(shape.key) || starting.has(shape.key)) return;
-    const made: Promise<void> = startSpare(shape)
+    starting.add(shape.key);
+    startSpare(shape)
       .catch((error: unknown) => logger.warn({ err: error }, 'could not make a spare sandbox'))
-      .finally(() => {
-        if (starting.get(shape.key) === made) starting.delete(shape.key);
-      });
-    starting.set(shape.key, made);
-  }
-
-  /** The spare of this shape: the waiting one, else the one being made (further along than a new one would be). */
-  async function nextSpare(shape: SpareShape): Promise<Spare | null> {
-    const made = waiting.has(shape.key) ? undefined : starting.get(shape.key);
-    if (made) {
-      // Whoever comes next waits for the one after it, not for this one.
-      starting.delete(shape.key);
-      await made;
-    }
-    return takeSpare(shape);
+      .finally(() => starting.delete(shape.key));
   }
 
   function takeSpare(shape: SpareShape): Spare | null {
@@ -131,13 +116,9 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
   }
 
   return {
-    /**
-     * The process in a spare of its shape, or null when none waits or is being made. Taking one makes the next at
-     * once, so that the next run of the shape finds it ready: its set-up runs beside this run, in processes of its own.
-     */
-    async take(shape: SpareShape, stdin: string): Promise<LaunchedProcess | null> {
-      const spare = await nextSpare(shape);
-      make(shape);
+    /** The process in a spare of its shape, or null when none waits. */
+    take(shape: SpareShape, stdin: string): LaunchedProcess | null {
+      const spare = takeSpare(shape);
       if (!spare) return null;
       try {
         if (shape.scratch) moveInto(spare, shape.scratch);

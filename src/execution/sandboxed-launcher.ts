@@ -81,7 +81,7 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
     try {
       if (pool && request.stdin !== null) {
         shape = sandbox.spareShape?.(plain, request.confinement) ?? null;
-        const spare = shape ? await pool.take(shape, request.stdin) : null;
+        const spare = shape ? pool.take(shape, request.stdin) : null;
         if (spare && shape) return afterwards(spare, shape);
       }
       plan = shape ? shape.fresh() : sandbox.wrap(plain, request.confinement);
