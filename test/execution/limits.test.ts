@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunContext, crew, deploy, type RunContext, startRun, waitForRun } from './helpers.js';
+import { createRunContext, crew, deploy, type RunContext, startRun, waitForRun } from '../runs/helpers.js';
 
 describe('output and event limits', () => {
   let ctx: RunContext;

@@ -8,7 +8,7 @@ import {
   readStream,
   startRun,
   waitForRun,
-} from './helpers.js';
+} from '../runs/helpers.js';
 
 describe('MAX_CONCURRENT_RUNS', () => {
   let ctx: RunContext;

@@ -16,7 +16,7 @@ import {
   startRun,
   until,
   waitForRun,
-} from './helpers.js';
+} from '../runs/helpers.js';
 
 const LOST = 'Runner lost: the crewd instance running it stopped';
 

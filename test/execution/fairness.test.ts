@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunContext, crew, deploy, type RunContext, startRun, waitForRun } from './helpers.js';
+import { createRunContext, crew, deploy, type RunContext, startRun, waitForRun } from '../runs/helpers.js';
 
 /** Run slots shared between organizations: MAX_RUNS_PER_ORGANIZATION (CONTRACTS §12 "Limits"). */
 describe('MAX_RUNS_PER_ORGANIZATION', () => {
