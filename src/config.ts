@@ -15,6 +15,11 @@ const retrySchedule = z.string().transform((value, ctx) => {
   return parts;
 });
 
+/** The OTLP protocols crewd sends traces with; grpc is not one of them. */
+const otlpProtocol = z
+  .enum(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' })
+  .optional();
+
 const positiveNumber = z.coerce.number({ message: 'must be a number' }).positive('must be positive');
 const count = (min: number) => z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(min);
 
@@ -113,6 +118,8 @@ const configSchema = z.object({
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
   OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol,
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol,
   OTEL_SERVICE_NAME: z.string().min(1).default('crewd'),
   // The one variable of the service's own environment that runners get (CONTRACTS §6).
   PATH: z.string().optional(),
@@ -207,7 +214,15 @@ export interface Config {
   /** Model prices over the built-in ones (src/telemetry/prices.ts); read at the start. */
   modelPricesFile: string | undefined;
   /** Set: one OpenTelemetry trace per run goes to this OTLP/HTTP traces URL (CONTRACTS §15). */
-  tracing: { url: string; headers: Record<string, string>; serviceName: string } | undefined;
+  tracing: TracingSettings | undefined;
+}
+
+/** Where and how runs' traces are sent; `protocol` is the OTLP one (http/protobuf, the spec's default, or http/json). */
+export interface TracingSettings {
+  url: string;
+  headers: Record<string, string>;
+  serviceName: string;
+  protocol: 'http/protobuf' | 'http/json';
 }
 
 export class ConfigError extends Error {}
@@ -301,7 +316,10 @@ function otlpHeaders(value: string | undefined): Record<string, string> {
   return headers;
 }
 
-/** The traces URL: the traces endpoint as given, else the general endpoint with /v1/traces (the OTLP rule). */
+/**
+ * The traces URL: the traces endpoint as given, else the general endpoint with /v1/traces (the OTLP rule);
+ * the protocol: the traces one, else the general one, else http/protobuf (the spec's default).
+ */
 function tracingConfig(parsed: ParsedEnv): Config['tracing'] {
   const general = parsed.OTEL_EXPORTER_OTLP_ENDPOINT;
   const url = parsed.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (general && `${general.replace(/\/+$/, '')}/v1/traces`);
@@ -310,5 +328,6 @@ function tracingConfig(parsed: ParsedEnv): Config['tracing'] {
     ...otlpHeaders(parsed.OTEL_EXPORTER_OTLP_HEADERS),
     ...otlpHeaders(parsed.OTEL_EXPORTER_OTLP_TRACES_HEADERS),
   };
-  return { url, headers, serviceName: parsed.OTEL_SERVICE_NAME };
+  const protocol = parsed.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? parsed.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
+  return { url, headers, serviceName: parsed.OTEL_SERVICE_NAME, protocol };
 }

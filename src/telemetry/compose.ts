@@ -19,7 +19,7 @@ export async function composeTelemetry(options: {
   const { config, db, logger } = options;
   const prices = priceTable(config.modelPricesFile ? await loadPriceFile(config.modelPricesFile) : {});
   // Turned off, tracing costs nothing: the OpenTelemetry SDK is not even loaded.
-  const tracer = config.tracing ? (await import('./run-tracer.js')).createRunTracer(config.tracing) : undefined;
+  const tracer = config.tracing ? await (await import('./run-tracer.js')).createRunTracer(config.tracing) : undefined;
   return {
     prices,
     usageWriter: createUsageWriter({ db, prices, logger }),

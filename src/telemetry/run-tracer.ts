@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { type Attributes, context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { Config } from '../config.js';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { TracingSettings } from '../config.js';
 import type { LaunchSpec } from '../run-record/types.js';
 import { planSpans, usageAttributes } from './run-spans.js';
 import type { RunTrace, RunTracer, TracedEnd } from './tracer-types.js';
@@ -23,12 +22,20 @@ const SPAN_EVENT_TYPES = new Set([
 /** A graph's runner is started with --graph (src/builds): its run is an agent's invocation, else a workflow's. */
 const isGraph = (spec: LaunchSpec) => spec.version.command.includes('--graph');
 
+/** The OTLP/HTTP exporter of the configured protocol, the only one loaded: http/protobuf (the default) or http/json. */
+async function otlpExporter(settings: TracingSettings): Promise<SpanExporter> {
+  const options = { url: settings.url, headers: settings.headers };
+  if (settings.protocol === 'http/json')
+    return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(options);
+  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter(options);
+}
+
 /**
  * Exports one trace per run over OTLP/HTTP (CONTRACTS §15). Spans are made when the run ends, from
  * its events and the times they arrived, so the runner needs no OpenTelemetry of its own. This
  * module (and the SDK) is imported only when tracing is configured.
  */
-export function createRunTracer(settings: NonNullable<Config['tracing']>): RunTracer {
+export async function createRunTracer(settings: TracingSettings): Promise<RunTracer> {
   /** The trace id the next root span takes: the run's, chosen when the run was created. */
   let nextTraceId: string | null = null;
   const provider = new BasicTracerProvider({
@@ -37,11 +44,7 @@ export function createRunTracer(settings: NonNullable<Config['tracing']>): RunTr
       generateTraceId: () => nextTraceId ?? randomBytes(16).toString('hex'),
       generateSpanId: () => randomBytes(8).toString('hex'),
     },
-    spanProcessors: [
-      new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.url, headers: settings.headers }), {
-        scheduledDelayMillis: 1000,
-      }),
-    ],
+    spanProcessors: [new BatchSpanProcessor(await otlpExporter(settings), { scheduledDelayMillis: 1000 })],
   });
   const tracer = provider.getTracer('crewd');
 

@@ -126,6 +126,7 @@ describe('configuration', () => {
       url: 'http://collector:4318/v1/traces',
       headers: {},
       serviceName: 'crewd',
+      protocol: 'http/protobuf',
     });
     const both = loadConfig({
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
@@ -133,15 +134,35 @@ describe('configuration', () => {
       OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20abc,x-team=a',
       OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-team=b',
       OTEL_SERVICE_NAME: 'crewd-eu',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     });
     expect(both.tracing).toEqual({
       url: 'https://traces.example.com/in',
       headers: { authorization: 'Bearer abc', 'x-team': 'b' },
       serviceName: 'crewd-eu',
+      protocol: 'http/json',
     });
     expect(loadConfig({ MODEL_PRICES_FILE: '/etc/crewd/prices.json' }).modelPricesFile).toBe('/etc/crewd/prices.json');
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(
       'OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL',
+    );
+  });
+
+  it('sends traces as http/protobuf unless OTEL_EXPORTER_OTLP(_TRACES)_PROTOCOL says http/json, and refuses grpc', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    const protocol = (env: Record<string, string>) => loadConfig({ ...endpoint, ...env }).tracing?.protocol;
+    expect(
+      protocol({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }),
+    ).toBe('http/json');
+    expect(protocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toBe('http/json');
+    expect(protocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' })).toBe('http/protobuf');
+    expect(() => loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(
+      new ConfigError(
+        'Invalid configuration: OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (grpc is not supported)',
+      ),
+    );
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http' })).toThrow(
+      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json',
     );
   });
 
