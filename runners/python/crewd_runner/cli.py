@@ -14,11 +14,9 @@ from typing import Any, TextIO
 from . import loader
 from .capture import OutputCapture
 from .outcome import Outcome
-from .protocol import Emitter
+from .protocol import Emitter, Request
 from .stream_modes import take_stream_request
 
-# The run's request (docs/runner-protocol.md): run_id, input, thread, command.
-Request = dict[str, Any]
 # An adapter's run: the loaded target, the request, the emitter; the run's outcome.
 RunEntry = Callable[[Any, Request, Emitter], Outcome]
 # What imports the crew and picks its adapter; called inside the run, so that its errors fail the run.

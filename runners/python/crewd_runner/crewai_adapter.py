@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from . import crewai_events, internals
-from .cli import Request
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
 from .stream_modes import crew_sink
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from crewai.crews.crew_output import CrewOutput
     from crewai.flow.flow import Flow
 
-    from .protocol import Emitter, EventSink
+    from .protocol import Emitter, EventSink, Request
 
 _log = logging.getLogger(__name__)
 FLUSH_SECONDS = 10.0

@@ -6,10 +6,9 @@ import asyncio
 from typing import Any
 
 from . import langgraph_checkpoint
-from .cli import Request
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
-from .protocol import Emitter, EventSink
+from .protocol import Emitter, EventSink, Request
 from .stream_modes import StreamRequest, stream_graph
 from .usage import with_usage_callback
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Protocol
+from typing import Any, Protocol
 
 from .jsonsafe import to_jsonable
+
+# The run's request (docs/runner-protocol.md): run_id, input, thread, command.
+Request = dict[str, Any]
 
 
 class EventSink(Protocol):
