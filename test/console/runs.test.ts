@@ -119,7 +119,7 @@ describe.skipIf(noBrowser)('console: sign-in, runs, threads, roles', { timeout: 
     await signIn(phone, service.baseUrl, member);
     const nav = phone.getByRole('navigation', { name: 'Console' });
     const links = await nav.getByRole('link').allTextContents();
-    expect(links).toEqual(['Runs', 'Threads', 'Tables', 'Crons']);
+    expect(links).toEqual(['Runs', 'Threads', 'Tables', 'Crons', 'Usage']);
     await phone.goto(`${service.baseUrl}/console/#/api-keys`);
     await phone.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
     await expect(phone.getByRole('heading', { level: 1, name: 'API keys' }).count()).resolves.toBe(0);
