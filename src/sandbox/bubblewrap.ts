@@ -136,9 +136,16 @@ function assertInView(
 }
 
 /** Which folder on disk a path is now (device and inode), or `gone`. */
-function identity(folder: string): string {
-  const stats = statSync(folder, { throwIfNoEntry: false });
-  return stats ? `${stats.dev}:${stats.ino}` : 'gone';
+/**
+ * Which folder is at this path now: a folder removed and made again is another one, though the file system may give
+ * it the same inode at once (seen on PostgreSQL's CI suite: a spare bound to the removed folder was taken), so its
+ * birth time (or, where the file system keeps none, its change time) is part of it.
+ */
+export function folderIdentity(folder: string): string {
+  const stats = statSync(folder, { throwIfNoEntry: false, bigint: true });
+  if (!stats) return 'gone';
+  const born = stats.birthtimeNs > 0n ? stats.birthtimeNs : stats.ctimeNs;
+  return `${stats.dev}:${stats.ino}:${born}`;
 }
 
 /** Runners in Linux namespaces through bubblewrap, seeing only what CONTRACTS §12 shows them. */
@@ -239,7 +246,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
         line: spareLine({ ...plan, cwd }),
         scratch,
         fresh: () => wrapped(plan, args, confinement),
-        stamp: () => bound.map(identity).join(' '),
+        stamp: () => bound.map(folderIdentity).join(' '),
       };
     },
   };
