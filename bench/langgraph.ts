@@ -4,9 +4,9 @@ import http from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { packProject } from '../src/cli/pack.js';
 import { followRun, now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
+import { deployBundle } from './lib/deploy-bundle.js';
 import { median, percentile, printFigure } from './lib/figures.js';
 import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
 import { freePort, type Proc, startCrewd } from './lib/node-process.js';
@@ -158,23 +158,6 @@ function printTokens(prefix: string, figures: Awaited<ReturnType<typeof tokenFig
   );
 }
 
-async function deployBundle(target: JsonTarget, base: string, name: string, dir: string): Promise<string> {
-  const deployment = await jsonRequest(target, 'POST', '/v1/deployments', { name });
-  const response = await fetch(`${base}/v1/deployments/${deployment.id}/versions?environment=production`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/gzip' },
-    body: new Uint8Array(await packProject(dir)),
-  });
-  const version = (await response.json()) as Json;
-  if (response.status !== 201) throw new Error(`upload: ${JSON.stringify(version)}`);
-  for (;;) {
-    const current = await jsonRequest(target, 'GET', `/v1/deployments/${deployment.id}/versions/${version.id}`);
-    if (current.status === 'ready') return deployment.id;
-    if (current.status === 'failed') throw new Error(`build of ${name} failed: ${current.build_error}`);
-    await sleep(50);
-  }
-}
-
 /** A /v1 run on a thread (made beforehand), POST → the stream's `complete`, in ms: the same kind of run as `wait`'s. */
 async function v1Runs(target: JsonTarget, deploymentId: string, count: number): Promise<number[]> {
   const threads: string[] = [];
@@ -247,8 +230,8 @@ export async function run(): Promise<void> {
 
     crewd = await startCrewd(database.url, path.join(dir, 'data'), KEY, { RUNNER_EXTRA_PATHS: venv });
     const target: JsonTarget = { port: crewd.port, key: KEY, agent };
-    const echoId = await deployBundle(target, crewd.base, 'echo', echo);
-    await deployBundle(target, crewd.base, 'tokens', tokens);
+    const echoId = await deployBundle(target, 'echo', echo);
+    await deployBundle(target, 'tokens', tokens);
     const server: Server = { api: `${crewd.base}/langgraph`, headers: { 'x-api-key': KEY } };
 
     // Warm: the versions' fork servers import their graphs with the first runs.

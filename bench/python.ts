@@ -3,9 +3,9 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { packProject } from '../src/cli/pack.js';
 import { followRun, now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
+import { deployBundle } from './lib/deploy-bundle.js';
 import { median, printFigure } from './lib/figures.js';
 import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
 import { type Proc, startCrewd as startCrewdProcess } from './lib/node-process.js';
@@ -40,24 +40,6 @@ function startCrewd(databaseUrl: string, dataDir: string, venv: string, forkServ
 }
 
 const target = (server: Proc): JsonTarget => ({ port: server.port, key: KEY, agent });
-
-/** Uploads the project as the production version of a new deployment; resolves once it is built. */
-async function deployBundle(server: Proc, name: string, dir: string): Promise<string> {
-  const deployment = await jsonRequest(target(server), 'POST', '/v1/deployments', { name });
-  const response = await fetch(`${server.base}/v1/deployments/${deployment.id}/versions?environment=production`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/gzip' },
-    body: new Uint8Array(await packProject(dir)),
-  });
-  const version = (await response.json()) as Json;
-  if (response.status !== 201) throw new Error(`upload: ${JSON.stringify(version)}`);
-  for (;;) {
-    const current = await jsonRequest(target(server), 'GET', `/v1/deployments/${deployment.id}/versions/${version.id}`);
-    if (current.status === 'ready') return deployment.id;
-    if (current.status === 'failed') throw new Error(`build of ${name} failed: ${current.build_error}`);
-    await sleep(50);
-  }
-}
 
 /** POST → the stream's `complete`, in ms, and the run as stored. */
 async function runToComplete(server: Proc, deploymentId: string, input: Json): Promise<{ ms: number; run: Json }> {
@@ -115,8 +97,8 @@ export async function run(): Promise<void> {
     const projects = writeProjects(dir, bundleEnv(venv));
     warm = await startWarm(venv, dir);
     server = await startCrewd(database.url, path.join(dir, 'data'), venv);
-    const graph = await deployBundle(server, 'bench-graph', projects.graph);
-    const crew = await deployBundle(server, 'bench-crew', projects.crew);
+    const graph = await deployBundle(target(server), 'bench-graph', projects.graph);
+    const crew = await deployBundle(target(server), 'bench-crew', projects.crew);
 
     const graphInput = { text: 'hello' };
     await untilForked(server, graph, graphInput, (run) => run.output?.forked === true);

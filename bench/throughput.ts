@@ -3,10 +3,10 @@ import http from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { packProject } from '../src/cli/pack.js';
 import { cpuByPart, perRun, processPartOf, SERVICE, treeCpuMs } from './lib/cpu.js';
 import { now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
+import { deployBundle } from './lib/deploy-bundle.js';
 import { median, printFigure } from './lib/figures.js';
 import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
 import { type Proc, startCrewd } from './lib/node-process.js';
@@ -49,28 +49,6 @@ function waitRun(target: JsonTarget, prefix: string): WaitRun {
     if (output?.text !== INPUT.text) throw new Error(`${prefix}/runs/wait answered ${JSON.stringify(output)}`);
     return { ms: now() - started, output };
   };
-}
-
-/** Uploads the project as the production version of a new deployment; resolves with its id once built. */
-async function deployBundle(server: Proc, name: string, dir: string): Promise<string> {
-  const deployment = await jsonRequest(crewdTarget(server), 'POST', '/v1/deployments', { name });
-  const response = await fetch(`${server.base}/v1/deployments/${deployment.id}/versions?environment=production`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/gzip' },
-    body: new Uint8Array(await packProject(dir)),
-  });
-  const version = (await response.json()) as Json;
-  if (response.status !== 201) throw new Error(`upload: ${JSON.stringify(version)}`);
-  for (;;) {
-    const current = await jsonRequest(
-      crewdTarget(server),
-      'GET',
-      `/v1/deployments/${deployment.id}/versions/${version.id}`,
-    );
-    if (current.status === 'ready') return deployment.id;
-    if (current.status === 'failed') throw new Error(`build of ${name} failed: ${current.build_error}`);
-    await sleep(100);
-  }
 }
 
 /** Runs of deployment `id` until one runs in a child of its fork server (the first run while it imports). */
@@ -165,7 +143,7 @@ async function memoryPerDeployment(server: Proc, project: string, first: string)
   const ids = [first];
   while (ids.length < DEPLOYMENTS) {
     const batch = Array.from({ length: Math.min(4, DEPLOYMENTS - ids.length) }, (_, i) =>
-      deployBundle(server, `${GRAPH}-${ids.length + i + 1}`, project),
+      deployBundle(crewdTarget(server), `${GRAPH}-${ids.length + i + 1}`, project),
     );
     ids.push(...(await Promise.all(batch)));
   }
@@ -204,7 +182,7 @@ export async function run(): Promise<void> {
       PYTHON_FORK_SERVER_IDLE_SECONDS: '600',
     });
     const idle = treeMemory(server.child.pid as number);
-    const first = await deployBundle(server, GRAPH, projects.graph);
+    const first = await deployBundle(crewdTarget(server), GRAPH, projects.graph);
     await untilForked(server, first);
     peer = await startPeer(path.join(dir, 'peer'), projects.graph, 'graph.py:graph', GRAPH, venv);
 
