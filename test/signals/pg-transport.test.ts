@@ -64,12 +64,16 @@ describe.runIf(usingPostgres())('signals between instances on one PostgreSQL', (
     a.hub.emit('stopRequested', { runId: 'run_1' });
     a.hub.emit('threadReleased', { threadId: 'thr_1' });
     a.hub.emit('instanceStarted', { instanceId: 'ins_a' });
-    await b.hear('instanceStarted ins_a');
-    expect(b.heard).toEqual(['stopRequested run_1', 'threadReleased thr_1', 'instanceStarted ins_a']);
-    // Notifications arrive in order: once A hears B's, its own three would have come back before.
+    // Each signal is sent on whichever pool connection is free, so they may arrive in any order.
+    const sent = ['stopRequested run_1', 'threadReleased thr_1', 'instanceStarted ins_a'];
+    await Promise.all(sent.map((entry) => b.hear(entry)));
+    expect([...b.heard].sort()).toEqual([...sent].sort());
+    // A hears B's signal, and its own three only once: from its own emit, never back from the channel.
     b.hub.emit('queued', {});
     await a.hear('queued');
-    expect(a.heard).toEqual(['stopRequested run_1', 'threadReleased thr_1', 'instanceStarted ins_a', 'queued']);
+    a.hub.emit('stopRequested', { runId: 'run_1b' });
+    await b.hear('stopRequested run_1b');
+    expect(a.heard).toEqual([...sent, 'queued', 'stopRequested run_1b']);
   });
 
   it('keeps `ended` in the instance that emitted it', async () => {
