@@ -24,6 +24,7 @@ describe('usage and cost of runs (CONTRACTS §15)', () => {
   let second: { deploymentId: string };
   let runA: string;
   let runB: string;
+  let quiet: string;
 
   beforeAll(async () => {
     const prices = path.join(mkdtempSync(path.join(tmpdir(), 'crewd-prices-')), 'prices.json');
@@ -53,8 +54,12 @@ describe('usage and cost of runs (CONTRACTS §15)', () => {
         events: [llm('gpt-4o-mini', { input_tokens: 100, output_tokens: 100 })],
       })
     ).run_id;
+    // A run without LLM calls has no usage, and the organization's sums leave it out.
+    quiet = (await startRun(ctx, first.deploymentId, { events: [{ type: 'log', data: { message: 'no calls' } }] }))
+      .run_id;
     await waitForRun(ctx, runA);
     await waitForRun(ctx, runB);
+    await waitForRun(ctx, quiet);
   });
   afterAll(() => ctx?.close());
 
@@ -89,6 +94,7 @@ describe('usage and cost of runs (CONTRACTS §15)', () => {
   });
 
   it('sums the organization’s usage by model, deployment and day', async () => {
+    expect((await ctx.call('GET', `/v1/runs/${quiet}`)).json().usage).toBeNull();
     const byModel = (await ctx.call('GET', '/v1/usage?group_by=model')).json().usage;
     expect(byModel).toEqual([
       { key: 'gpt-4o-mini', ...counts(3100, 1600, 200, 100, 3), runs: 2, cost: 0.00141 },
