@@ -12,6 +12,7 @@ import * as sealedVersionEnv from './20261126_0011_sealed_version_env.js';
 import * as runUsage from './20261126_0013_run_usage.js';
 import * as deploymentMcp from './20261126_0014_deployment_mcp.js';
 import * as langgraphApi from './20261126_0015_langgraph_api.js';
+import * as mcpCalls from './20261127_0016_mcp_calls.js';
 
 /** Every migration, in order. A landed migration is frozen: changes go into a new file. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '20261126_0013_run_usage': runUsage,
   '20261126_0014_deployment_mcp': deploymentMcp,
   '20261126_0015_langgraph_api': langgraphApi,
+  '20261127_0016_mcp_calls': mcpCalls,
 };

@@ -12,6 +12,7 @@ import type {
   LanggraphAssistantVersionsTable,
   LanggraphStoreItemsTable,
 } from '../langgraph-api/db-types.js';
+import type { McpCallsTable } from '../mcp/db-types.js';
 import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../run-record/db-types.js';
 import type { TableCatalogTable } from '../tables/db-types.js';
 import type { ThreadCheckpointsTable, ThreadsTable } from '../threads/db-types.js';
@@ -100,6 +101,7 @@ export interface Database {
   langgraph_assistants: LanggraphAssistantsTable;
   langgraph_assistant_versions: LanggraphAssistantVersionsTable;
   langgraph_store_items: LanggraphStoreItemsTable;
+  mcp_calls: McpCallsTable;
 }
 
 /** The database, or a transaction on it: what repositories take. */

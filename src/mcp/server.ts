@@ -11,6 +11,7 @@ import type { Principal } from '../auth/plugin.js';
 import type { Database } from '../db/types.js';
 import { type CallDeps, callTool } from './call.js';
 import type { CallsInFlight } from './calls-in-flight.js';
+import { cancelCall, forgetCall, type McpCaller, recordCallRun } from './calls-store.js';
 import { listToolDeployments } from './repository.js';
 import { type DeploymentTool, toTools } from './tools.js';
 
@@ -39,7 +40,8 @@ const EMPTY_LISTS: Record<string, Record<string, unknown[]>> = {
  * the session id its client sent, if any). Tools are the organization's deployments, read at each list and call.
  */
 export function createMcpServer(deps: McpDeps, principal: Principal, sessionId: string | null): Server {
-  const client = `${principal.keyId} ${sessionId ?? ''}`;
+  const caller: McpCaller = { orgId: principal.orgId, keyId: principal.keyId, sessionId: sessionId ?? '' };
+  const client = `${principal.keyId} ${caller.sessionId}`;
   const server = new Server(
     { name: 'crewd', title: 'crewd', version: deps.version },
     {
@@ -55,7 +57,10 @@ export function createMcpServer(deps: McpDeps, principal: Principal, sessionId: 
     const tool = (await tools()).find((candidate) => candidate.tool.name === request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     const token = request.params._meta?.progressToken;
-    const flight = deps.calls.begin(client, extra.requestId);
+    const { requestId } = extra;
+    const flight = deps.calls.begin(client, requestId);
+    // The call's run, recorded so that a cancellation reaching another instance finds it (calls-store.ts).
+    let recorded: Promise<unknown> = Promise.resolve();
     // Each notification names the run, so a client that stops waiting can still find it.
     let meta: Record<string, string> = {};
     const progress =
@@ -75,16 +80,23 @@ export function createMcpServer(deps: McpDeps, principal: Principal, sessionId: 
         signal: flight.signal,
         started: (runId) => {
           meta = { 'crewd/run_id': runId };
+          recorded = recordCallRun(deps.db, caller, requestId, runId).then((canceledFirst) => {
+            if (canceledFirst) deps.calls.cancel(client, requestId, 'canceled before its run started');
+          });
         },
       });
     } finally {
       flight.end();
+      void recorded.then(() => forgetCall(deps.db, caller, requestId)).catch(() => {});
     }
   });
 
+  // The call is answered here, or by another instance (or not yet begun): then its run is found in the database.
   server.setNotificationHandler(CancelledNotificationSchema, async (notification) => {
     const { requestId, reason } = notification.params;
-    if (requestId !== undefined) deps.calls.cancel(client, requestId, reason);
+    if (requestId === undefined || deps.calls.cancel(client, requestId, reason)) return;
+    const runId = await cancelCall(deps.db, caller, requestId).catch(() => null);
+    if (runId) await deps.runs.cancel(principal.orgId, runId).catch(() => {});
   });
 
   server.fallbackRequestHandler = async (request) => {

@@ -38,3 +38,37 @@ export async function deployNamed(
   expect(version.statusCode, version.body).toBe(201);
   return id;
 }
+
+/** The Mcp-Session-Id crewd gave a connected client at initialize. */
+export function sessionOf(client: Client): string {
+  const id = (client.transport as StreamableHTTPClientTransport | undefined)?.sessionId;
+  if (!id) throw new Error('the client has no session id');
+  return id;
+}
+
+/** One JSON-RPC message POSTed to `baseUrl`/mcp as `key`, under `sessionId`, answered as one JSON body. */
+export async function postMessage(
+  baseUrl: string,
+  key: string,
+  sessionId: string,
+  message: Record<string, unknown>,
+): Promise<{ status: number; body: string }> {
+  const response = await fetch(new URL('/mcp', baseUrl), {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': '2025-11-25',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', ...message }),
+  });
+  return { status: response.status, body: await response.text() };
+}
+
+/** notifications/cancelled of request `requestId`, as a client sends it. */
+export const cancelled = (requestId: string | number, reason = 'stopped') => ({
+  method: 'notifications/cancelled',
+  params: { requestId, reason },
+});
