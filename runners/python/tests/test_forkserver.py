@@ -80,6 +80,21 @@ def test_removing_its_socket_ends_an_idle_server(socket_path):
         server.kill()
 
 
+def test_a_server_without_a_run_for_idle_exit_seconds_exits_and_its_socket_and_child_ahead_go_with_it(
+    socket_path, tmp_path
+):
+    server = start_server("graph", "env_graph.py:graph", socket_path, "--idle-exit", "3")
+    try:
+        assert run_forked(socket_path, tmp_path, request()).last["type"] == "run.completed"
+        spare = only_child(server)
+
+        assert server.wait(60) == 0
+        assert not socket_path.exists()
+        assert wait_gone(spare)
+    finally:
+        server.kill()
+
+
 def wait_for_pid(path):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
