@@ -175,6 +175,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     dataDir: config.dataDir,
     idleSeconds: config.pythonForkServerIdleSeconds,
     killGraceMs: timings.killGraceMs,
+    isolation: { isolation: config.runIsolation, workerConcurrency: config.runWorkerConcurrency },
   });
   const builds = createBuildService({
     db,

@@ -97,6 +97,12 @@ const configSchema = z.object({
     .number({ message: 'must be a number' })
     .min(0, 'must be 0 or more')
     .default(600),
+  RUN_ISOLATION: z.enum(['run', 'deployment'], { message: 'must be run or deployment' }).default('run'),
+  RUN_WORKER_CONCURRENCY: z.coerce
+    .number({ message: 'must be a number' })
+    .int('must be an integer')
+    .min(1, 'must be 1 or more')
+    .default(8),
   SECRETS_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   MCP_ALLOWED_ORIGINS: z
     .string()
@@ -201,6 +207,10 @@ export interface Config {
   buildPythonInstaller: 'uv' | 'pip';
   /** A Python version's fork server exits after this long without a run; 0: no fork servers. */
   pythonForkServerIdleSeconds: number;
+  /** `run`: a Python version's runs each fork a child; `deployment`: they share warm workers (docs/operations.md). */
+  runIsolation: 'run' | 'deployment';
+  /** Under RUN_ISOLATION=deployment, the runs one worker runs at a time. */
+  runWorkerConcurrency: number;
   /** Encrypts deployment variables at rest (AES-256-GCM) when set. */
   secretsKey: string | undefined;
   /** Origins whose browser pages may call /mcp; `*` any. Requests without an Origin header always pass. */
@@ -292,6 +302,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     buildCacheDir: parsed.BUILD_CACHE_DIR ?? path.join(parsed.DATA_DIR, 'environments'),
     buildPythonInstaller: parsed.BUILD_PYTHON_INSTALLER,
     pythonForkServerIdleSeconds: parsed.PYTHON_FORK_SERVER_IDLE_SECONDS,
+    runIsolation: parsed.RUN_ISOLATION,
+    runWorkerConcurrency: parsed.RUN_WORKER_CONCURRENCY,
     secretsKey: parsed.SECRETS_KEY,
     mcpAllowedOrigins: parsed.MCP_ALLOWED_ORIGINS,
     mcpCallWaitSeconds: parsed.MCP_CALL_WAIT_SECONDS,

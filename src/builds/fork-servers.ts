@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { ForkServerAddress } from '../execution/fork-server-launcher.js';
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
 import { LineSplitter } from '../execution/line-splitter.js';
+import { type VersionServerSetting, versionServerCommand } from '../execution/worker-command.js';
 
 /** Where and how a version's runs start: its built files as cwd, its env, what it may read. */
 export interface ServerPlace {
@@ -27,6 +28,8 @@ export interface ForkServersOptions {
   /** A server with no run for this long exits (started again by the next run); 0 turns fork servers off. */
   idleSeconds: number;
   killGraceMs: number;
+  /** RUN_ISOLATION=deployment starts a worker per version instead of a fork server (execution/worker-command.ts). */
+  isolation?: VersionServerSetting;
 }
 
 interface ForkServer {
@@ -141,8 +144,7 @@ export function createForkServers(options: ForkServersOptions) {
     const socket = path.join(folder, 's');
     const address = { path: socket, secret: randomBytes(32).toString('hex') };
     const server: ForkServer = { key, folder, address, process: null, exited: Promise.resolve() };
-    const idle = String(options.idleSeconds);
-    const command = ['python', '-m', 'crewd_runner.forkserver', ...entry, '--socket', socket, '--idle-exit', idle];
+    const command = versionServerCommand(entry, socket, options.idleSeconds, options.isolation);
     server.exited = serve(versionId, server, command, place)
       .catch((error: unknown) => logger.error({ err: error, versionId }, 'the fork server failed'))
       .finally(() => {

@@ -42,6 +42,8 @@ describe('configuration', () => {
       buildTimeoutSeconds: 900,
       buildCacheDir: 'data/environments',
       pythonForkServerIdleSeconds: 600,
+      runIsolation: 'run',
+      runWorkerConcurrency: 8,
       secretsKey: undefined,
       mcpAllowedOrigins: [],
       mcpCallWaitSeconds: 50,
@@ -91,12 +93,18 @@ describe('configuration', () => {
       METRICS_TOKEN: 'a-metrics-scrape-token',
       TRUST_PROXY: 'true',
       DATABASE_PREPARED_STATEMENTS: 'off',
+      RUN_ISOLATION: 'deployment',
+      RUN_WORKER_CONCURRENCY: '3',
     });
     expect(config.port).toBe(9000);
     expect(config.host).toBe('127.0.0.1');
     expect(config.databaseUrl).toBe('postgres://u@db:5432/crewd');
     expect(config.dataDir).toBe('/var/lib/crewd');
     expect(config.databasePreparedStatements).toBe(false);
+    expect(config.runIsolation).toBe('deployment');
+    expect(config.runWorkerConcurrency).toBe(3);
+    expect(() => loadConfig({ RUN_ISOLATION: 'process' })).toThrow('RUN_ISOLATION must be run or deployment');
+    expect(() => loadConfig({ RUN_WORKER_CONCURRENCY: '0' })).toThrow('RUN_WORKER_CONCURRENCY must be 1 or more');
     expect(config.bootstrapApiKey).toBe('a-very-long-secret-key');
     expect(config.publicUrl).toBe('https://crewd.example.com');
     expect(config.webhookAllowPrivateUrls).toBe(true);
