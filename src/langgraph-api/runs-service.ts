@@ -39,6 +39,14 @@ export interface StreamRequest {
   /** No input and no command: the graph goes on from its checkpoint (LangGraph's `None` input). */
   null_input: boolean;
   command: Record<string, unknown> | null;
+  /** `POST /threads/{id}/state` on a graph's thread: the run applies `graph.update_state` instead of running the graph. */
+  update_state?: StateUpdate;
+}
+
+/** What `POST /threads/{id}/state` asks of LangGraph's `update_state`. */
+export interface StateUpdate {
+  values: unknown;
+  as_node: string | null;
 }
 
 /** The /v1 JSON of a run (src/runs/service.ts toRun), as far as this API reads it. */
@@ -57,6 +65,12 @@ interface V1Run {
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A run made for `POST /threads/{id}/state`: the official server has no such run, so its run lists leave it out. */
+const isStateUpdate = (input: Record<string, unknown>): boolean => {
+  const asked = input[STREAM_REQUEST_KEY];
+  return isObject(asked) && isObject(asked.update_state);
+};
 
 /** A run that stopped at an interrupt (`run.interrupted`): its output is `{interrupts}` alone. */
 function pausedAt(run: Pick<V1Run, 'status' | 'output'>): unknown[] | null {
@@ -190,6 +204,7 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
       threadId: string | null,
       body: RunCreateBody,
       defaultModes: string[] = ['values'],
+      stateUpdate?: StateUpdate,
     ): Promise<LangGraphRun> {
       refuseUnsupported(body);
       const resolved = await resolveAssistant(db, orgId, body.assistant_id);
@@ -209,6 +224,7 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
         interrupt_after: body.interrupt_after ?? null,
         null_input: (body.input === undefined || body.input === null) && command === null,
         command,
+        ...(stateUpdate ? { update_state: stateUpdate } : {}),
       };
       // crewd's own command resumes an interrupted thread (CONTRACTS §9); update and goto alone ride in the request.
       const resume: RunCommand | null =
@@ -268,6 +284,7 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
       );
       const runs = lists
         .flatMap((list) => list.runs as unknown as V1Run[])
+        .filter((run) => !isStateUpdate(run.input))
         .map(toLangGraphRun)
         .filter((run) => !page.status || run.status === page.status)
         .sort((a, b) => b.created_at.localeCompare(a.created_at));

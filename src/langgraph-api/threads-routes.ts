@@ -14,6 +14,7 @@ import {
   threadStateSchema,
   threadStatus,
 } from './schemas.js';
+import { createStateUpdates } from './state-update.js';
 import { createLangGraphThreads } from './threads.js';
 
 const tags = ['langgraph'];
@@ -57,6 +58,7 @@ const NOT_SERVED: [string, string][] = [
 /** Threads (CONTRACTS §14): crewd's threads with UUIDs, their state and history. */
 export const threadRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { db, services }) => {
   const threads = createLangGraphThreads(db, services.threads);
+  const updateGraphState = createStateUpdates({ db, services });
   const org = (request: Parameters<typeof principalOf>[0]) => principalOf(request).orgId;
 
   app.post(
@@ -243,7 +245,7 @@ export const threadRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { 
       schema: {
         tags,
         operationId: 'langgraphUpdateThreadState',
-        summary: "Update a thread's values (threads without a LangGraph checkpoint; see docs/langgraph.md)",
+        summary: "Update a thread's state as the graph's update_state does (as_node), as a new checkpoint",
         params: threadParams,
         body: z.object({
           values: z.union([jsonObject, z.array(z.unknown())]).nullish(),
@@ -258,9 +260,11 @@ export const threadRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { 
       },
     },
     async (request) => {
-      const { values, as_node } = request.body;
-      const object = Array.isArray(values) ? { values } : (values ?? null);
-      return threads.updateState(org(request), request.params.thread_id, object, as_node);
+      const { values, as_node, checkpoint, checkpoint_id } = request.body;
+      const update = { values, as_node, checkpoint_id: checkpoint_id ?? checkpointIdOf(checkpoint) };
+      return threads.updateState(org(request), request.params.thread_id, update, (thread, asked) =>
+        updateGraphState(principalOf(request), thread, asked),
+      );
     },
   );
 

@@ -6,7 +6,7 @@ import { conflict, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import type { ThreadService } from '../threads/service.js';
 import { unprocessable } from './errors.js';
-import { nextNodes } from './graph-checkpoint.js';
+import { checkpointSource, liveNext, nextNodes } from './graph-checkpoint.js';
 import * as repo from './threads-repo.js';
 
 const threadNotFound = (id: string) => notFound(`Thread ${id} not found`);
@@ -76,7 +76,10 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
     const parent = at ? await repo.parentCheckpoint(db, at) : undefined;
     const interrupts = latest ? interruptsOf(thread.interrupts, thread.id) : [];
     const checkpointId = at?.id ?? `${thread.id}:empty`;
-    const names = latest && at?.has_runner_checkpoint ? nextNodes(await repo.runnerCheckpoint(db, at.id)) : null;
+    const stored = at?.has_runner_checkpoint ? await repo.runnerCheckpoint(db, at.id) : null;
+    // The latest state is LangGraph's live one (finished tasks left out); an earlier one, as its history shows it.
+    const names = stored ? ((latest ? liveNext(stored) : null) ?? nextNodes(stored)) : null;
+    const langgraph = stored ? checkpointSource(stored) : null;
     // Interrupts with no node to hang them on (a checkpoint not read) go under a task named `interrupt`.
     const known = names && (names.length > 0 || interrupts.length === 0) ? names : null;
     const tasks = tasksOf(known ?? (interrupts.length > 0 ? ['interrupt'] : []), thread.id, at?.id ?? null, interrupts);
@@ -87,7 +90,8 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
       checkpoint: checkpointRef(thread.id, checkpointId),
       metadata: {
         ...thread.metadata,
-        source: at?.run_id ? 'loop' : 'update',
+        source: langgraph?.source ?? (at?.run_id ? 'loop' : 'update'),
+        ...(langgraph ? { step: langgraph.step } : {}),
         run_id: at?.run_id ?? null,
         thread_id: thread.id,
       },
@@ -174,18 +178,34 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
     },
 
     /**
-     * `graph.update_state` of a thread crewd keeps values for. A thread holding LangGraph's own
-     * checkpoint is refused: its graph's reducers would have to run (send `command.update` with a run).
+     * `graph.update_state`. A thread holding LangGraph's own checkpoint goes to `graph` (the graph's
+     * code applies it, in a run: state-update.ts); one without (a crew's, or no run yet) has its
+     * values merged with these, as a new checkpoint.
      */
-    async updateState(orgId: string, id: string, values: Record<string, unknown> | null, asNode: string | undefined) {
+    async updateState(
+      orgId: string,
+      id: string,
+      update: { values: unknown; as_node: string | undefined; checkpoint_id: string | undefined },
+      graph: (thread: repo.ThreadRow, update: { values: unknown; as_node: string | null }) => Promise<string>,
+    ) {
       const thread = await get(orgId, id);
       const newest = await latest(thread);
-      if (newest?.has_runner_checkpoint || asNode) {
+      if (update.checkpoint_id && update.checkpoint_id !== newest?.id) {
         throw unprocessable(
-          `Thread ${id}: updating the state of a LangGraph graph outside a run is not served by crewd; start a run with command: {update: …} instead`,
+          `checkpoint_id: crewd updates a thread's latest state (${newest?.id ?? 'none yet'}); updating from an earlier checkpoint is not supported`,
         );
       }
-      const merged = { ...(thread.values ?? {}), ...(values ?? {}) };
+      if (newest?.has_runner_checkpoint) {
+        const checkpointId = await graph(thread, { values: update.values ?? null, as_node: update.as_node ?? null });
+        return { checkpoint: checkpointRef(id, checkpointId) };
+      }
+      if (update.as_node) {
+        throw unprocessable(
+          `as_node: thread ${id} holds no LangGraph checkpoint yet (no graph has run on it), so there is no node to update as`,
+        );
+      }
+      const values = Array.isArray(update.values) ? { values: update.values } : (update.values ?? {});
+      const merged = { ...(thread.values ?? {}), ...(values as Record<string, unknown>) };
       await threads.update(orgId, id, { values: merged });
       const checkpoint = await latest(await get(orgId, id));
       return { checkpoint: checkpointRef(id, checkpoint?.id ?? `${id}:empty`) };

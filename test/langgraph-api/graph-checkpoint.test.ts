@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { nextNodes } from '../../src/langgraph-api/graph-checkpoint.js';
+import { checkpointSource, liveNext, nextNodes } from '../../src/langgraph-api/graph-checkpoint.js';
 import { unpack } from '../../src/langgraph-api/msgpack.js';
 import { explainWithoutPython, RUNNER, testPython } from '../python/helpers.js';
 
@@ -34,6 +34,13 @@ describe.runIf(testPython() !== null)('LangGraph checkpoints read by the LangGra
     expect(nextNodes(dumped.paused)).toEqual(dumped.paused_next);
     expect(dumped.ended_next).toEqual([]);
     expect(nextNodes(dumped.ended)).toEqual([]);
+  });
+
+  it("reads LangGraph's own source and step of a checkpoint, and the runner's recorded live next", () => {
+    expect(checkpointSource(dumped.paused)).toEqual({ source: 'loop', step: expect.any(Number) });
+    expect(checkpointSource(null)).toBeNull();
+    expect(liveNext({ format: 'crewd.langgraph.v1', checkpoints: [], next: ['review'] })).toEqual(['review']);
+    expect(liveNext(dumped.paused)).toBeNull();
   });
 
   it('answers null for what is not a checkpoint the runner wrote, or not readable', () => {

@@ -38,6 +38,19 @@ describe.runIf(testPython() !== null)('LangGraph API threads through langgraph-s
     expect(v1.json()).toMatchObject({ thread_id: result.chosen, deployment_id: null, values: { note: 'hello' } });
   });
 
+  it("updates a graph thread's state with the graph's own update_state, and each state of its history has its next", {
+    timeout: 180_000,
+  }, async () => {
+    // test/langgraph-api/sdk/state.py passes against `langgraph dev` (OFFICIAL=1) too.
+    const result = await runSdkScript('state.py', { url, key: ADMIN_KEY });
+    // crewd keeps one checkpoint per run and per update: the as_node update, the update, the run's stop.
+    expect(result.history_next).toEqual([[], ['approval'], ['approval']]);
+    // The updates are crewd runs of the deployment (GET /v1 shows them); the LangGraph API lists none.
+    const v1Runs = await ctx.call('GET', `/v1/runs?thread_id=${result.thread}`);
+    expect(v1Runs.statusCode, v1Runs.body).toBe(200);
+    expect(v1Runs.json().runs).toHaveLength(4);
+  });
+
   it("answers 404 for another organization's thread and 409 for its taken id", async () => {
     const mine = (await ctx.call('POST', '/langgraph/threads', { body: {} })).json().thread_id as string;
     const org = await ctx.call('POST', '/v1/organizations', { body: { name: 'other' } });

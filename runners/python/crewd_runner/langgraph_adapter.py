@@ -60,8 +60,29 @@ def run_graph(target: object, request: Request, emitter: Emitter) -> Outcome:
     config = streamed.graph_config(thread_id) if streamed else {"configurable": {"thread_id": thread_id}}
     # Each LLM call's usage, streamed ones included, as an llm.call event.
     config = with_usage_callback(config, emitter)
+    update = state_update(request)
+    if update is not None:
+        if not thread:
+            raise ValueError("A state update needs the run's thread")
+        return asyncio.run(_update_state(graph, config, saver, update))
     graph_input = _graph_input(request, streamed)
     return asyncio.run(_stream(graph, graph_input, config, emitter, saver, thread is not None, streamed))
+
+
+def state_update(request: Request) -> dict[str, Any] | None:
+    """`{values, as_node}` of a run that updates its thread's state (`POST /threads/{id}/state` of crewd's
+    LangGraph API), which runs `graph.update_state` instead of the graph."""
+    asked = request.get("langgraph")
+    update = asked.get("update_state") if isinstance(asked, dict) else None
+    return update if isinstance(update, dict) else None
+
+
+async def _update_state(graph: Any, config: dict[str, Any], saver: Any, update: dict[str, Any]) -> Outcome:
+    """LangGraph's own `update_state` on the thread's checkpoint: the graph's reducers apply the values as the
+    node `as_node` (LangGraph infers it when absent) would have written them, as a new checkpoint."""
+    await graph.aupdate_state(config, update.get("values"), as_node=update.get("as_node"))
+    # A thread with nodes still to run stays interrupted, as after interrupt_before.
+    return await _outcome(graph, config, saver, True, stops_at_nodes=True)
 
 
 def _graph_input(request: Request, streamed: StreamRequest | None = None) -> Any:
@@ -104,6 +125,13 @@ async def _stream(
                 _emit_updates(chunk, emitter)
             else:
                 emitter.emit("custom", chunk if isinstance(chunk, dict) else {"value": chunk})
+    return await _outcome(graph, config, saver, in_thread, streamed is not None and streamed.stops_at_nodes)
+
+
+async def _outcome(
+    graph: Any, config: dict[str, Any], saver: Any, in_thread: bool, stops_at_nodes: bool = False
+) -> Outcome:
+    """The run's result from the graph's state: its values, and in a thread its checkpoint."""
     snapshot = await graph.aget_state(config)
     values = to_jsonable(snapshot.values)
     if not isinstance(values, dict):
@@ -112,8 +140,12 @@ async def _stream(
     data: dict[str, Any] = {"values": values} if in_thread else {}
     if in_thread:
         thread_id = config["configurable"]["thread_id"]
-        data["checkpoint"] = langgraph_checkpoint.dump(saver, thread_id, include_subgraphs=bool(snapshot.next))
-    if interrupts or (streamed is not None and streamed.stops_at_nodes and snapshot.next):
+        checkpoint = langgraph_checkpoint.dump(saver, thread_id, include_subgraphs=bool(snapshot.next))
+        if checkpoint is not None:
+            # LangGraph's own `next` of the latest state (pending writes of finished tasks counted), for crewd's API.
+            checkpoint["next"] = list(snapshot.next)
+        data["checkpoint"] = checkpoint
+    if interrupts or (stops_at_nodes and snapshot.next):
         # A stop at interrupt_before/interrupt_after is an interrupt without values.
         data["interrupts"] = [_interrupt(item) for item in interrupts]
         return Outcome("run.interrupted", data)

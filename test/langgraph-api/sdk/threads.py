@@ -90,8 +90,9 @@ def sync_part(client) -> dict:
         INTERRUPTED, checkpoint_id=state["checkpoint"]["checkpoint_id"]
     )
     assert at["values"] == state["values"]
+    # No graph has run on the thread: there is no node to update as.
     expect_status(
-        422, lambda: client.threads.update_state(INTERRUPTED, {"approved": True})
+        422, lambda: client.threads.update_state(chosen, {"note": "x"}, as_node="ask")
     )
 
     client.threads.delete(copied["thread_id"])
