@@ -3,9 +3,9 @@ import type { Logger } from 'pino';
 import { createAccessService, organizationsRefused } from './access/service.js';
 import { createForkServers } from './builds/fork-servers.js';
 import { createBuildService } from './builds/service.js';
-import { createInstanceCaches } from './cache/instance-caches.js';
+import { CACHE_CHANNEL, createInstanceCaches } from './cache/instance-caches.js';
 import type { Config } from './config.js';
-import { type CronTimings, createCronScheduler } from './crons/scheduler.js';
+import { CRONS_CHANNEL, type CronTimings, createCronScheduler } from './crons/scheduler.js';
 import { createCronService } from './crons/service.js';
 import type { DatabaseHandle } from './db/connect.js';
 import { createPgListener } from './db/pg-listener.js';
@@ -15,7 +15,7 @@ import { createStoredSecrets } from './deployments/stored-secrets.js';
 import { createVariableService } from './deployments/variables.js';
 import { createLocalEventBus } from './events/bus.js';
 import { composeFeeds } from './events/composite-feed.js';
-import { createPgEventFeed } from './events/pg-feed.js';
+import { createPgEventFeed, RUN_EVENTS_CHANNEL } from './events/pg-feed.js';
 import { createDirectSpawner } from './execution/direct-spawner.js';
 import { createRunExecutor } from './execution/executor.js';
 import { createInstanceLease, instanceName } from './execution/instance-lease.js';
@@ -30,7 +30,7 @@ import { countActiveRuns } from './run-record/repository.js';
 import { createRunService } from './runs/service.js';
 import { createSandbox, type Sandbox } from './sandbox/index.js';
 import { createSignalHub } from './signals/hub.js';
-import { createPgSignalTransport } from './signals/pg-transport.js';
+import { createPgSignalTransport, SIGNALS_CHANNEL } from './signals/pg-transport.js';
 import { createRunStreams } from './streams/streams.js';
 import { createRowService } from './tables/row-service.js';
 import { createTableService } from './tables/service.js';
@@ -114,7 +114,25 @@ export async function composeServices({ config, database, logger, ...options }: 
     streamOpened: () => metrics.openStreams.inc(),
     streamClosed: () => metrics.openStreams.dec(),
   };
-  const listener = database.pool ? createPgListener({ connection: database.pool.options, logger }) : null;
+  const crossInstanceFeed = timings.crossInstanceFeed !== false;
+  // On PostgreSQL, one LISTEN connection made with every channel and who hears it (all made below;
+  // nothing is heard before `start`).
+  const listener = database.pool
+    ? createPgListener({
+        connection: database.pool.options,
+        logger,
+        channels: {
+          [CACHE_CHANNEL]: (name) => caches.heard(name),
+          [SIGNALS_CHANNEL]: (payload) => signalTransport?.heard(payload),
+          [CRONS_CHANNEL]: () => cronScheduler.changedElsewhere(),
+          ...(crossInstanceFeed ? { [RUN_EVENTS_CHANNEL]: (payload: string) => remote?.heard(payload) } : {}),
+        },
+        onConnectionChange: (connected) => {
+          caches.connectionChanged();
+          remote?.connectionChanged(connected);
+        },
+      })
+    : null;
   const caches = createInstanceCaches({ db, backend: database.backend, listener });
   const secrets = createStoredSecrets(config.secretsKey);
   const telemetry = await composeTelemetry({ config, db, logger });
@@ -157,7 +175,7 @@ export async function composeServices({ config, database, logger, ...options }: 
   const peers = new Peers(lease.id);
   const local = createLocalEventBus();
   const remote =
-    listener && timings.crossInstanceFeed !== false
+    listener && crossInstanceFeed
       ? createPgEventFeed({ listener, db, instanceId: () => lease.id, peersAlive: () => peers.alive, logger })
       : null;
   const bus = remote ? composeFeeds(local, remote) : local;
@@ -189,9 +207,10 @@ export async function composeServices({ config, database, logger, ...options }: 
     secrets,
   });
   // What parts of a run tell each other, here and (on PostgreSQL) to the other instances; every subscriber is here.
+  const signalTransport = listener ? createPgSignalTransport({ db, instanceId: lease.id, logger }) : null;
   const signals = createSignalHub({
     logger,
-    transport: listener ? createPgSignalTransport({ db, listener, instanceId: lease.id, logger }) : null,
+    transport: signalTransport,
     subscribers: {
       queued: [() => executor.pump()],
       threadReleased: [() => executor.pump()],
@@ -247,7 +266,13 @@ export async function composeServices({ config, database, logger, ...options }: 
   });
   const threads = createThreadService({ db, runs, endRecorder, caches });
   const incomingWebhooks = createIncomingWebhookService(db, { publicUrl: config.publicUrl, runs });
-  const cronScheduler = createCronScheduler({ db, runs, logger, listener, timings: options.cronTimings });
+  const cronScheduler = createCronScheduler({
+    db,
+    runs,
+    logger,
+    shared: listener !== null,
+    timings: options.cronTimings,
+  });
   const crons = createCronService(db, {
     changed: cronScheduler.changed,
     limits: { minIntervalSeconds: config.cronMinIntervalSeconds, maxPerOrganization: config.maxCronsPerOrganization },

@@ -1,7 +1,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Principal } from '../auth/plugin.js';
 import type { Backend } from '../db/connect.js';
-import type { PgListener } from '../db/pg-listener.js';
+import type { ListenerState } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
 import { createMemoCache, type MemoCache } from './memo-cache.js';
 
@@ -21,6 +21,10 @@ export interface InstanceCaches {
   webhookDeployments: MemoCache<boolean>;
   /** Runs `change` in a transaction that drops `name` everywhere: on other instances at commit, here right after. */
   changing<T>(name: CacheName, change: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /** A notification's payload on `crewd_cache` (another instance changed what a cache holds): drops that cache. */
+  heard(name: string): void;
+  /** The listener's connection went down or came back: notifications may have been missed, so every cache is dropped. */
+  connectionChanged(): void;
 }
 
 const CACHE_NAMES = ['api_keys', 'runs', 'webhooks'] as const;
@@ -30,8 +34,11 @@ const isCacheName = (name: string): name is CacheName => (CACHE_NAMES as readonl
 export function createInstanceCaches(options: {
   db: Kysely<Database>;
   backend: Backend;
-  /** On PostgreSQL: how other instances' drops arrive. Without it there, nothing is cached. */
-  listener: PgListener | null;
+  /**
+   * On PostgreSQL: the listener by which other instances' drops arrive (its handlers of `crewd_cache`
+   * and of its connection are `heard` and `connectionChanged`). Without it there, nothing is cached.
+   */
+  listener: ListenerState | null;
 }): InstanceCaches {
   const { db, listener } = options;
   // The embedded database has one process, so dropping locally is enough. On PostgreSQL other
@@ -46,13 +53,6 @@ export function createInstanceCaches(options: {
   const clearAll = () => {
     for (const cache of Object.values(caches)) cache.clear();
   };
-  if (listener && options.backend === 'postgres') {
-    listener.on(CACHE_CHANNEL, (name) => {
-      if (isCacheName(name)) caches[name].clear();
-    });
-    // Notifications sent while the connection was down are lost: start afresh either way.
-    listener.onConnectionChange(clearAll);
-  }
 
   return {
     apiKeys: caches.api_keys as MemoCache<Principal>,
@@ -67,5 +67,10 @@ export function createInstanceCaches(options: {
       caches[name].clear();
       return result;
     },
+    heard(name) {
+      if (isCacheName(name)) caches[name].clear();
+    },
+    // Notifications sent while the connection was down are lost: start afresh either way.
+    connectionChanged: clearAll,
   };
 }

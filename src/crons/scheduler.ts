@@ -2,7 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import { ClaimedJobs, createClaimLoop, type Look } from '../db/claim-loop.js';
-import type { PgListener } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
 import { AppError } from '../errors.js';
 import type { CreatedRun, CreateRunParams } from '../run-record/types.js';
@@ -65,10 +64,11 @@ export function createCronScheduler(options: {
   db: Kysely<Database>;
   runs: RunStarter;
   logger: Logger;
-  listener: PgListener | null;
+  /** Other instances may share the database (PostgreSQL): a change here is announced on `crewd_crons`. */
+  shared: boolean;
   timings?: Partial<CronTimings> | undefined;
 }) {
-  const { db, runs, logger, listener } = options;
+  const { db, runs, logger } = options;
   const timings = { ...DEFAULT_CRON_TIMINGS, ...options.timings };
   const jobs = new ClaimedJobs(timings.concurrency, () => loop.wake());
   const loop = createClaimLoop({
@@ -81,7 +81,6 @@ export function createCronScheduler(options: {
       maxBackoffMs: timings.maxWaitMs,
     },
     look,
-    wakeOn: listener ? (wake) => listener.on(CRONS_CHANNEL, wake) : undefined,
   });
 
   /** Claims the crons due by shortly from now while there is room, starting each one's run. */
@@ -165,10 +164,15 @@ export function createCronScheduler(options: {
     /** A cron was created or changed here: look now, and tell the other instances to. */
     changed(): void {
       loop.wake();
-      if (!listener) return;
+      if (!options.shared) return;
       sql`select pg_notify(${CRONS_CHANNEL}, 'changed')`.execute(db).catch((error: unknown) => {
         logger.debug({ err: error }, 'crons: notification not sent; the other instances look within a second');
       });
+    },
+
+    /** Another instance created or changed a cron (a notification on `crewd_crons`): look now. */
+    changedElsewhere(): void {
+      loop.wake();
     },
 
     start(): void {

@@ -32,8 +32,6 @@ export interface ClaimLoopOptions {
    * A throw is a failed look: the loop backs off and logs it once, not once per look.
    */
   look: () => Promise<Look>;
-  /** Given the loop's wake at construction, a wake source (a NOTIFY channel, a signal hub) calls it to say "look now". */
-  wakeOn?: ((wake: () => void) => void) | undefined;
 }
 
 export interface ClaimLoop {
@@ -64,8 +62,6 @@ export function createClaimLoop(options: ClaimLoopOptions): ClaimLoop {
     timerAt: null as number | null,
     failures: 0,
   };
-
-  options.wakeOn?.(() => wake());
 
   function clearTimer(): void {
     clearTimeout(state.timer);

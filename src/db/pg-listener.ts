@@ -3,17 +3,19 @@ import type { Logger } from 'pino';
 
 export type NotificationHandler = (payload: string) => void;
 
-/**
- * One dedicated PostgreSQL connection that LISTENs on every channel the instance needs
- * (run events, cache invalidation). When it drops, the connection-change handlers hear `false`
- * and it reconnects with a growing delay; they hear `true` once it listens again.
- */
-export interface PgListener {
+/** What a part that hears notifications asks of the listener: whether they can reach it now. */
+export interface ListenerState {
   /** True while the connection is up and listening on every channel. */
   readonly connected: boolean;
-  /** Registers a channel's handler; call it before `start`. */
-  on(channel: string, handler: NotificationHandler): void;
-  onConnectionChange(handler: (connected: boolean) => void): void;
+}
+
+/**
+ * One dedicated PostgreSQL connection that LISTENs on every channel the instance needs (run
+ * events, signals, cache invalidation, crons), each with its handler, all given when it is made.
+ * When it drops, `onConnectionChange` hears `false` and it reconnects with a growing delay; it
+ * hears `true` once it listens again.
+ */
+export interface PgListener extends ListenerState {
   /** Resolves once listening, or after a few seconds without (it keeps trying in the background). */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -23,12 +25,17 @@ export function createPgListener(options: {
   /** How to open the LISTEN connection (the pool's own settings). */
   connection: pg.ClientConfig;
   logger: Logger;
+  /** Every channel listened on, with the handler of its payloads. */
+  channels: Readonly<Record<string, NotificationHandler>>;
+  /** Hears `false` when the connection drops (notifications may have been missed) and `true` once it listens again. */
+  onConnectionChange?: ((connected: boolean) => void) | undefined;
   reconnectMs?: { min: number; max: number };
 }): PgListener {
   const { logger } = options;
   const reconnect = options.reconnectMs ?? { min: 500, max: 5000 };
-  const channels = new Map<string, NotificationHandler>();
-  const changeHandlers: Array<(connected: boolean) => void> = [];
+  const channels = new Map(Object.entries(options.channels));
+  for (const channel of channels.keys())
+    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`invalid channel name: ${channel}`);
   let client: pg.Client | null = null;
   let connected = false;
   let stopped = true;
@@ -36,18 +43,20 @@ export function createPgListener(options: {
   let retryTimer: NodeJS.Timeout | null = null;
 
   function tell(state: boolean): void {
-    for (const handler of changeHandlers) {
-      try {
-        handler(state);
-      } catch (error) {
-        logger.error({ err: error }, 'notification connection handler failed');
-      }
+    try {
+      options.onConnectionChange?.(state);
+    } catch (error) {
+      logger.error({ err: error }, 'notification connection handler failed');
     }
   }
 
   function onNotification(message: pg.Notification): void {
     if (message.payload === undefined) return;
-    channels.get(message.channel)?.(message.payload);
+    try {
+      channels.get(message.channel)?.(message.payload);
+    } catch (error) {
+      logger.error({ err: error, channel: message.channel }, 'notification handler failed');
+    }
   }
 
   function lost(failed: pg.Client): void {
@@ -99,15 +108,6 @@ export function createPgListener(options: {
   return {
     get connected() {
       return connected;
-    },
-
-    on(channel, handler) {
-      if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`invalid channel name: ${channel}`);
-      channels.set(channel, handler);
-    },
-
-    onConnectionChange(handler) {
-      changeHandlers.push(handler);
     },
 
     async start() {

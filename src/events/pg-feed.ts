@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { PgListener } from '../db/pg-listener.js';
+import type { ListenerState } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
 import type { LiveEvent, LiveListener, StreamEnd } from './types.js';
 
@@ -30,6 +30,10 @@ export interface PgEventFeed {
   subscribe(runId: string, listener: LiveListener, onLost: () => void): RemoteSubscription | null;
   /** Announces events the owner has stored (or a run's end, once committed) to other instances. */
   announce(runId: string, events: readonly LiveEvent[]): void;
+  /** A notification's payload on `crewd_run_events`, as the instance's listener hears it. */
+  heard(raw: string): void;
+  /** The listener's connection went down (subscribers are told; they poll the store) or came back. */
+  connectionChanged(connected: boolean): void;
   start(): void;
   stop(): Promise<void>;
 }
@@ -76,11 +80,13 @@ function payloadsFor(instanceId: string, runId: string, events: readonly LiveEve
  * Run events across instances over PostgreSQL LISTEN/NOTIFY. The owner of a run announces
  * events once they are stored (so a listener that sees event N can read 1..N from the store)
  * and its end once committed; announcements gathered in one moment go out in one statement.
- * Notifications arrive on the instance's shared listener; when its connection drops, subscribers
- * are told (they fall back to polling the store) and subscribe afresh on their next stream.
+ * Notifications arrive on the instance's shared listener, which hands them to `heard`; when its
+ * connection drops, subscribers are told (they fall back to polling the store) and subscribe
+ * afresh on their next stream.
  */
 export function createPgEventFeed(options: {
-  listener: PgListener;
+  /** The instance's listener, whose handler of `crewd_run_events` is this feed's `heard`. */
+  listener: ListenerState;
   db: Kysely<Database>;
   instanceId: () => string;
   /** Whether other instances are alive; alone, an instance announces nothing (no one would hear it). */
@@ -127,11 +133,6 @@ export function createPgEventFeed(options: {
     }
   }
 
-  listener.on(RUN_EVENTS_CHANNEL, onNotification);
-  listener.onConnectionChange((connected) => {
-    if (!connected) lostAll();
-  });
-
   function send(): void {
     if (sending || queue.length === 0) return;
     const payloads = queue;
@@ -154,6 +155,12 @@ export function createPgEventFeed(options: {
   return {
     get connected() {
       return listener.connected;
+    },
+
+    heard: onNotification,
+
+    connectionChanged(connected) {
+      if (!connected) lostAll();
     },
 
     subscribe(runId, onEvent, onLost) {

@@ -1,6 +1,5 @@
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { PgListener } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
 import type { SHARED_SIGNALS, SharedMessage, SignalTransport } from './hub.js';
 
@@ -42,25 +41,33 @@ function read(raw: string, self: string): SharedMessage | null {
   }
 }
 
+export interface PgSignalTransport extends SignalTransport {
+  /** A notification's payload on `crewd_signals`, as the instance's listener hears it (db/pg-listener.ts). */
+  heard(raw: string): void;
+}
+
 /**
  * Shared signals between instances on one PostgreSQL, over LISTEN/NOTIFY on `crewd_signals`: sent
- * with `pg_notify` on the pool, heard on the instance's one LISTEN connection. A notification lost
- * (the connection was down) is made up for by the housekeeping tick.
+ * with `pg_notify` on the pool, heard on the instance's one LISTEN connection, whose handler of the
+ * channel is `heard`. A notification lost (the connection was down) is made up for by the
+ * housekeeping tick.
  */
 export function createPgSignalTransport(options: {
   db: Kysely<Database>;
-  listener: PgListener;
   /** This instance's id: its own notifications come back to it and are ignored. */
   instanceId: string;
   logger: Logger;
-}): SignalTransport {
-  const { db, listener, instanceId, logger } = options;
+}): PgSignalTransport {
+  const { db, instanceId, logger } = options;
+  let deliverTo: ((message: SharedMessage) => void) | null = null;
   return {
     connect(deliver) {
-      listener.on(SIGNALS_CHANNEL, (raw) => {
-        const message = read(raw, instanceId);
-        if (message) deliver(message);
-      });
+      deliverTo = deliver;
+    },
+
+    heard(raw) {
+      const message = read(raw, instanceId);
+      if (message) deliverTo?.(message);
     },
 
     send(message) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/auth/plugin.js';
-import { createInstanceCaches, type InstanceCaches } from '../../src/cache/instance-caches.js';
+import { CACHE_CHANNEL, createInstanceCaches, type InstanceCaches } from '../../src/cache/instance-caches.js';
 import { connectPostgres, type DatabaseHandle } from '../../src/db/connect.js';
 import { createPgListener, type PgListener } from '../../src/db/pg-listener.js';
 import { createLogger } from '../../src/logger.js';
@@ -56,9 +56,21 @@ describe.runIf(usingPostgres())('instance caches with a notification connection'
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
     viaProxy = connectPostgres(proxy.via(url), 2);
     const connection = viaProxy.pool?.options ?? {};
-    listener = createPgListener({ connection, logger, reconnectMs: { min: 50, max: 100 } });
+    // As the composition root does: each listener made with the caches' handlers, the caches with the listener.
+    listener = createPgListener({
+      connection,
+      logger,
+      reconnectMs: { min: 50, max: 100 },
+      channels: { [CACHE_CHANNEL]: (name) => here.heard(name) },
+      onConnectionChange: () => here.connectionChanged(),
+    });
     here = createInstanceCaches({ db: viaProxy.db, backend: 'postgres', listener });
-    otherListener = createPgListener({ connection: database.handle.pool?.options ?? {}, logger });
+    otherListener = createPgListener({
+      connection: database.handle.pool?.options ?? {},
+      logger,
+      channels: { [CACHE_CHANNEL]: (name) => other.heard(name) },
+      onConnectionChange: () => other.connectionChanged(),
+    });
     other = createInstanceCaches({ db: database.handle.db, backend: 'postgres', listener: otherListener });
     await Promise.all([listener.start(), otherListener.start()]);
   });

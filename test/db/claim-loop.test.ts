@@ -90,7 +90,6 @@ describe('the claim loop', () => {
     concurrency: number;
     work: (id: number) => Promise<void>;
     intervals?: ClaimIntervals;
-    wakeOn?: (wake: () => void) => void;
     logger?: pino.Logger;
     looks?: { count: number };
   }) {
@@ -99,7 +98,6 @@ describe('the claim loop', () => {
       name: `claims of ${options.claimer}`,
       logger: options.logger ?? pino({ level: 'silent' }),
       intervals: options.intervals ?? WAKE_ONLY,
-      wakeOn: options.wakeOn,
       async look(): Promise<Look> {
         if (options.looks) options.looks.count++;
         const room = jobs.room;
@@ -120,14 +118,10 @@ describe('the claim loop', () => {
     await insert([1, 2, 3]);
     await insert([4], 300);
     const handled: number[] = [];
-    let wake = () => {};
-    startLoop({
+    const { loop } = startLoop({
       claimer: 'a',
       concurrency: 10,
       work: async (id) => void handled.push(id),
-      wakeOn: (handler) => {
-        wake = handler;
-      },
     });
     await until(() => handled.length === 3);
     expect(handled).toEqual([1, 2, 3]);
@@ -136,7 +130,7 @@ describe('the claim loop', () => {
     expect(handled[3]).toBe(4);
 
     await insert([5]);
-    wake();
+    loop.wake();
     await until(() => handled.length === 5);
     expect(handled).toEqual([1, 2, 3, 4, 5]);
   });

@@ -24,7 +24,12 @@ describe.runIf(usingPostgres())('signals between instances on one PostgreSQL', (
 
   function instance(instanceId: string): Instance {
     const logger = pino({ level: 'silent' });
-    const listener = createPgListener({ connection: { connectionString: database.url }, logger });
+    const transport = createPgSignalTransport({ db: database.handle.db, instanceId, logger });
+    const listener = createPgListener({
+      connection: { connectionString: database.url },
+      logger,
+      channels: { [SIGNALS_CHANNEL]: transport.heard },
+    });
     const heard: string[] = [];
     const waiting = new Map<string, () => void>();
     const note = (entry: string) => {
@@ -33,7 +38,7 @@ describe.runIf(usingPostgres())('signals between instances on one PostgreSQL', (
     };
     const hub = createSignalHub({
       logger,
-      transport: createPgSignalTransport({ db: database.handle.db, listener, instanceId, logger }),
+      transport,
       subscribers: {
         queued: [() => note('queued')],
         threadReleased: [({ threadId }) => note(`threadReleased ${threadId}`)],
