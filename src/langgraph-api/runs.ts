@@ -41,11 +41,22 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
   const runs = createLangGraphRuns(deps);
   await app.register(fastifySSE, { heartbeatInterval: 0 });
 
-  /** The run's path under the API, and `Content-Location`/`Location` (the stream's path is relative to the API's URL, as the SDKs resume it). */
-  function locate(reply: FastifyReply, run: { run_id: string; thread_id: string | null }, stream: boolean) {
+  /**
+   * `Content-Location` names the run under the prefix (CONTRACTS §14); `Location` where a client
+   * picks the answer up again: a stream's `…/stream`, a thread run's `wait` or `join` its
+   * `…/join`, as the official server sends them. `Location` is relative to the API's URL, not the
+   * host: the JS SDK fetches `apiUrl + Location` and the Python SDK joins it to its base URL, so a
+   * prefixed path would name `/langgraph/langgraph/…` (docs/langgraph.md, "Runs and streams").
+   */
+  function locate(
+    reply: FastifyReply,
+    run: { run_id: string; thread_id: string | null },
+    rejoin: 'stream' | 'join' | null,
+  ) {
     const path = run.thread_id ? `/threads/${run.thread_id}/runs/${run.run_id}` : `/runs/${run.run_id}`;
     reply.header('Content-Location', `${basePath}${path}`);
-    if (stream) reply.header('Location', `${path}/stream`);
+    // A stateless run has no `join` (crewd keeps no thread for it).
+    if (rejoin === 'stream' || (rejoin === 'join' && run.thread_id)) reply.header('Location', `${path}/${rejoin}`);
   }
 
   /** Cancels the run when the client leaves before its end (`on_disconnect: cancel`, `cancel_on_disconnect`). */
@@ -62,7 +73,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
   async function streamNew(request: FastifyRequest, reply: FastifyReply, threadId: string | null, body: RunCreateBody) {
     const principal = principalOf(request);
     const run = await runs.create(principal.orgId, threadId, body);
-    locate(reply, run, true);
+    locate(reply, run, 'stream');
     if (body.on_disconnect === 'cancel') cancelOnDisconnect(request, reply, run.thread_id, run.run_id);
     const modes = (run.kwargs.stream_mode as string[] | undefined) ?? null;
     await serveStream(
@@ -75,7 +86,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
   async function waitNew(request: FastifyRequest, reply: FastifyReply, threadId: string | null, body: RunCreateBody) {
     const principal = principalOf(request);
     const run = await runs.create(principal.orgId, threadId, body);
-    locate(reply, run, false);
+    locate(reply, run, 'join');
     if (body.on_disconnect === 'cancel') cancelOnDisconnect(request, reply, run.thread_id, run.run_id);
     return runs.finalValues(principal.orgId, run, await runs.untilEnd(principal, run.run_id));
   }
@@ -91,7 +102,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     // The SDKs rejoin from the first event with `Last-Event-ID: -1` (useStream's reconnectOnMount).
     const header = request.headers['last-event-id'];
     const resume = resumePoint(header === '-1' ? undefined : header, request.query.last_event_id);
-    locate(reply, run, true);
+    locate(reply, run, 'stream');
     if (request.query.cancel_on_disconnect) cancelOnDisconnect(request, reply, threadId, run.run_id);
     const modes = modesOf(request.query.stream_mode) ?? (run.kwargs.stream_mode as string[] | undefined) ?? null;
     // Rejoining a finished run sends its events, then `end` (CONTRACTS §14): the stream starts from the first event.
@@ -118,7 +129,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     },
     async (request, reply) => {
       const run = await runs.create(principalOf(request).orgId, request.params.thread_id, request.body);
-      locate(reply, run, false);
+      locate(reply, run, null);
       return run;
     },
   );
@@ -221,6 +232,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     async (request, reply) => {
       const principal = principalOf(request);
       const run = await runs.get(principal.orgId, request.params.thread_id, request.params.run_id);
+      locate(reply, run, 'join');
       if (request.query.cancel_on_disconnect) cancelOnDisconnect(request, reply, run.thread_id, run.run_id);
       return runs.finalValues(principal.orgId, run, await runs.untilEnd(principal, run.run_id));
     },
@@ -274,7 +286,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     },
     async (request, reply) => {
       const run = await runs.create(principalOf(request).orgId, null, request.body);
-      locate(reply, run, false);
+      locate(reply, run, null);
       return run;
     },
   );
