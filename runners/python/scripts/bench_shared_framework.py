@@ -3,7 +3,10 @@ per deployment: environment servers"): the proportional set size (PSS) of N fork
 children ahead, (a) each server a process of its own that imports LangGraph, as crewd starts them today, against
 (b) each server forked from one environment process that imported LangGraph and crewd_runner, froze them
 (`gc.freeze()`) and does nothing else, as an environment server would. Each server runs one run, so each keeps a child
-ahead as a version that ran recently does. Without a sandbox: the figures are the Python processes' alone.
+ahead as a version that ran recently does. (c) is (b) with the version server looking for kept home paths
+(run_home.kept_paths) only in the modules it imported itself: walking every module's namespace, as a server does once
+after its imports, writes to the reference count of every value in them, so a server forked from the environment
+copies most of the environment's pages. Without a sandbox: the figures are the Python processes' alone.
 
 Run with the test environment: `$(runners/python/scripts/test-env.sh) runners/python/scripts/bench_shared_framework.py`
 (BENCH_VERSIONS, default 20). Prints `figure: <name> = <value> MB` lines, and each figure's split between servers and
@@ -109,9 +112,9 @@ def independent(folder: str) -> dict[str, float]:
             server.wait(30)
 
 
-def forked(folder: str) -> dict[str, float]:
+def forked(folder: str, walk: str) -> dict[str, float]:
     # The environment process is this script too: it gets the servers' secret on its standard input, as servers do.
-    command = [sys.executable, __file__, "--environment", folder]
+    command = [sys.executable, __file__, "--environment", folder, walk]
     environment = subprocess.Popen(command, cwd=PROJECTS, env=runner_env(), stdin=subprocess.PIPE)
     assert environment.stdin is not None
     environment.stdin.write(f"{SECRET}\n".encode())
@@ -128,18 +131,33 @@ def forked(folder: str) -> dict[str, float]:
         environment.wait(60)
 
 
-def environment_process(folder: str) -> None:
+def environment_process(folder: str, walk: str) -> None:
     """The environment server's part: the framework and the runner imported and frozen, then a fork per version."""
     secret = sys.stdin.readline()
     import langgraph.graph  # noqa: F401
 
-    from crewd_runner import forkserver, langgraph_adapter
+    from crewd_runner import forkserver, langgraph_adapter, run_home
 
     langgraph_adapter.warm_up()
     gc.freeze()
+    framework = frozenset(sys.modules)
+
+    def kept_paths_of_own_modules(prefix: str) -> run_home.KeptPaths:
+        """run_home.kept_paths over the modules imported after the fork: only their names are read of the others."""
+        found: run_home.KeptPaths = []
+        for name in [name for name in sys.modules if name not in framework]:
+            namespace = getattr(sys.modules[name], "__dict__", None)
+            if isinstance(namespace, dict):
+                found.extend(
+                    (namespace, key) for key, value in list(namespace.items()) if run_home._under(value, prefix)
+                )
+        return found
+
     for n in range(VERSIONS):
         if os.fork() == 0:
             sys.stdin = io.StringIO(secret)
+            if walk == "own":
+                run_home.kept_paths = kept_paths_of_own_modules
             os._exit(forkserver.main([*ENTRY, "--socket", f"{folder}/{n}"]))
     while True:
         try:
@@ -156,11 +174,12 @@ def report(name: str, parts: dict[str, float]) -> None:
 
 def main() -> None:
     if sys.argv[1:2] == ["--environment"]:
-        environment_process(sys.argv[2])
+        environment_process(sys.argv[2], sys.argv[3])
         return
     with tempfile.TemporaryDirectory(prefix="crewd-bench-shared-") as folder:
         report("fork_servers_each_importing_pss_per_version", independent(folder))
-        report("fork_servers_forked_from_an_environment_pss_per_version", forked(folder))
+        report("fork_servers_forked_from_an_environment_pss_per_version", forked(folder, "all"))
+        report("fork_servers_forked_walking_their_own_modules_pss_per_version", forked(folder, "own"))
 
 
 if __name__ == "__main__":
