@@ -36,7 +36,6 @@ export class ActiveRun {
   private reapedAfterResult = false;
   /** The output limit the run went over (RUN_MAX_EVENTS, RUN_MAX_OUTPUT_MB): it was stopped. */
   private outputLimit: string | null = null;
-  private events = 0;
   private bytes = 0;
   private readonly timers: NodeJS.Timeout[] = [];
   /** The run's LLM calls summed by model (`llm.call` events), counted even past the event limit. */
@@ -61,11 +60,11 @@ export class ActiveRun {
     if (message.kind === 'event') {
       if (message.llmCall) this.usage.add(message.llmCall);
       if (this.outputLimit) return;
-      if (this.events >= this.limits.events) {
+      // The log counts the run's events; the run fails past RUN_MAX_EVENTS (the log itself drops none).
+      if (this.log.runnerEvents >= this.limits.events) {
         this.overLimit('events');
         return;
       }
-      this.events++;
       this.bytes += this.log.appendFromRunner(message.type, message.data);
       if (this.bytes > this.limits.outputMb * 1024 * 1024) this.overLimit('bytes');
       return;

@@ -199,7 +199,8 @@ export function createActiveRuns(options: ActiveRunsOptions) {
    */
   function launch(spec: LaunchSpec): { started: Promise<RunStatus>; gone: Promise<void> } {
     const limits = options.runLimits ?? DEFAULT_RUN_LIMITS;
-    const log = new RunEventLog(spec.run.id, 0, db, bus, logger, limits.events);
+    // The run enforces RUN_MAX_EVENTS on the log's count (ActiveRun): the log drops nothing itself.
+    const log = new RunEventLog(spec.run.id, 0, db, bus, logger, null);
     const run = new ActiveRun(spec, log, options.killGraceMs, limits);
     run.trace = options.tracer?.start(spec) ?? null;
     running.add(run);

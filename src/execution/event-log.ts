@@ -33,7 +33,7 @@ const RECENT_BYTES = 1024 * 1024;
  */
 export class RunEventLog {
   private nextSeq: number;
-  private runnerEvents = 0;
+  private runnerCount = 0;
   private limitNoticed = false;
   /** Not yet stored (including a batch in flight), in order. */
   private pending: StoredEvent[] = [];
@@ -54,16 +54,25 @@ export class RunEventLog {
     private readonly db: Kysely<Database>,
     private readonly bus: LocalEventBus,
     private readonly logger: Logger,
-    /** Events the runner (or build) may write here; later ones are dropped, and one `log` event says so. */
-    private readonly maxEvents: number = RUN_LIMITS.maxEventsPerRun,
+    /**
+     * Events the runner (or build) may write here; later ones are dropped, and one `log` event says
+     * so. Null: the log drops none, and its owner enforces a limit of its own on `runnerEvents`
+     * (a run fails past RUN_MAX_EVENTS).
+     */
+    private readonly maxEvents: number | null = RUN_LIMITS.maxEventsPerRun,
   ) {
     this.nextSeq = lastSeq + 1;
+  }
+
+  /** The events the runner (or build) wrote here: the one count of them. */
+  get runnerEvents(): number {
+    return this.runnerCount;
   }
 
   /** An event written by the runner, counted against the log's limit; answers its size in bytes (0: dropped). */
   appendFromRunner(type: string, data: Record<string, unknown>): number {
     if (this.closed) return 0;
-    if (this.runnerEvents >= this.maxEvents) {
+    if (this.maxEvents !== null && this.runnerCount >= this.maxEvents) {
       if (!this.limitNoticed) {
         this.limitNoticed = true;
         this.append('log', {
@@ -73,7 +82,7 @@ export class RunEventLog {
       }
       return 0;
     }
-    this.runnerEvents++;
+    this.runnerCount++;
     return this.append(type, data);
   }
 

@@ -26,4 +26,26 @@ describe("a run's event log", () => {
     expect(nextSeq).toBe(4);
     expect(log.backlog().map((event) => event.seq)).toEqual([1, 2, 3]);
   });
+
+  it("counts the runner's events; with a limit it drops those past it and says so once, without one it drops none", async () => {
+    const silent = pino({ level: 'silent' });
+    const limited = new RunEventLog('ver_limited', 0, database.handle.db, createLocalEventBus(), silent, 2);
+    for (let i = 1; i <= 4; i++) limited.appendFromRunner('build.log', { message: `line ${i}` });
+    limited.append('log', { message: 'the service’s own, never dropped' });
+    expect(limited.runnerEvents).toBe(2);
+    const kept = limited.backlog().map((event) => JSON.parse(event.json).data.message);
+    expect(kept).toEqual([
+      'line 1',
+      'line 2',
+      'Event limit of 2 events reached; further events are dropped',
+      'the service’s own, never dropped',
+    ]);
+    await limited.close();
+
+    const unlimited = new RunEventLog('run_unlimited', 0, database.handle.db, createLocalEventBus(), silent, null);
+    for (let i = 1; i <= 4; i++) unlimited.appendFromRunner('log', { message: `line ${i}` });
+    expect(unlimited.runnerEvents).toBe(4);
+    expect(unlimited.backlog()).toHaveLength(4);
+    await unlimited.close();
+  });
 });
