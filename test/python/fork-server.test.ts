@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDataDir } from '../builds/helpers.js';
@@ -6,6 +6,7 @@ import { createRunContext, type RunContext, readStream, startRun, until, waitFor
 import {
   deployGraphBundle,
   explainWithoutPython,
+  forkServerPythons,
   forkServerSockets,
   testPython,
   testVenvBundleEnv,
@@ -51,23 +52,6 @@ builder.add_edge(START, "echo")
 builder.add_edge("echo", END)
 graph = builder.compile()
 `;
-
-/** Host pids of the fork server of the crewd on `dataDir` and its children (they keep the server's command line). */
-function forkServerPythons(dataDir: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      const python = !path.basename(args[0] ?? '').startsWith('bwrap');
-      if (python && args.includes('crewd_runner.forkserver') && args.join(' ').includes(dataDir)) {
-        if (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${entry}/stat`, 'utf8'))) pids.push(Number(entry));
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
 
 /** The server's children: its runs' and the one it forked ahead of the next run. */
 function forkServerChildren(dataDir: string): number[] {

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -68,6 +68,23 @@ export function forkServerSockets(dataDir: string): string[] {
       .map((server) => path.join(root, own, server, 's'))
       .filter((socket) => existsSync(socket)),
   );
+}
+
+/** Host pids of the fork server of the crewd on `dataDir` and its children (they keep the server's command line). */
+export function forkServerPythons(dataDir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      const python = !path.basename(args[0] ?? '').startsWith('bwrap');
+      if (python && args.includes('crewd_runner.forkserver') && args.join(' ').includes(dataDir)) {
+        if (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${entry}/stat`, 'utf8'))) pids.push(Number(entry));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
 }
 
 /** Without the environment the file says why; in CI (which builds it) that fails. */
