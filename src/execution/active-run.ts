@@ -115,7 +115,8 @@ export class ActiveRun {
     const detail = stderr ? `: ${stderr}` : '';
     if (exit.code !== null && exit.code !== 0) return failed(`Runner exited with code ${exit.code}${detail}`);
     if (exit.signal) return failed(`Runner was stopped by signal ${exit.signal}${detail}`);
-    if (exit.statusLost) return failed('Runner lost: its exit status went with the runner spawner');
+    if (exit.statusLost)
+      return failed(stderr ? `Runner lost${detail}` : 'Runner lost: its exit status went with the runner spawner');
     return failed('Runner exited without a result');
   }
 

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { constants } from 'node:os';
-import { PassThrough, Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import type { ExitStatus, LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
 
 /** Where a version's fork server listens, and the secret that proves a connection is crewd's. */
@@ -12,6 +12,11 @@ export interface ForkServerAddress {
 
 /** The byte before the server's last words: the runner's JSON lines never hold a raw NUL. */
 const NUL = 0;
+
+/** Why a run whose connection closed without the server's last words is lost. */
+const LOST =
+  "the version's Python server (its fork server, or under RUN_ISOLATION=deployment its worker) ended before the " +
+  'run did; a crash of a worker ends each of its runs\n';
 
 /**
  * The run's exit from the server's last line: `{"exit_code": N}`, `{"signal": N}`, or `{"error": "…"}` (the server
@@ -69,11 +74,17 @@ export function launchInForkServer(server: ForkServerAddress, request: LaunchReq
       socket.removeAllListeners('error');
       socket.on('error', () => socket.destroy());
       const stdout = new PassThrough();
+      const stderr = new PassThrough();
       let resolveExit: (status: ExitStatus | null) => void = () => {};
       const exit = new Promise<ExitStatus | null>((resolve) => {
         resolveExit = resolve;
       });
-      splitOutput(socket, stdout, (final) => resolveExit(final === null ? null : exitStatus(final, stdout)));
+      splitOutput(socket, stdout, (final) => {
+        // No last words: the server itself ended (killed, or crashed: a worker's crash ends each of its runs).
+        if (final === null) stderr.write(LOST);
+        stderr.end();
+        resolveExit(final === null ? null : exitStatus(final, stdout));
+      });
       const header = { secret: server.secret, env: request.env, cwd: request.cwd, stdin: request.stdin ?? '' };
       socket.write(`${JSON.stringify(header)}\n`);
 
@@ -94,8 +105,8 @@ export function launchInForkServer(server: ForkServerAddress, request: LaunchReq
         // The child's pid is the server's to know (it may live in another PID namespace).
         pid: 0,
         stdout,
-        // The child's standard error shares the connection with its output.
-        stderr: Readable.from([]),
+        // The child's standard error shares the connection with its output; this one only says why a run was lost.
+        stderr,
         sendStdin: () => {
           throw new Error('a run in a fork server gets its standard input with its request');
         },
