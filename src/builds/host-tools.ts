@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { pythonOnPath } from '../python-on-path.js';
 
 const execute = promisify(execFile);
 
@@ -38,14 +39,8 @@ export const versionOf = oncePerKey(
  * `pip install` that write to its own folder, which a build step in the sandbox may not: the build
  * calls the interpreter itself.
  */
-export const python3Of = oncePerKey(
-  (env: Record<string, string>) => env.PATH ?? '',
-  (env) =>
-    execute('python3', ['-c', 'import sys; print(sys.executable)'], { env }).then(
-      ({ stdout }) => stdout.trim() || 'python3',
-      () => 'python3',
-    ),
-);
+export const python3Of = async (env: Record<string, string>): Promise<string> =>
+  (await pythonOnPath(env))?.executable ?? 'python3';
 
 /**
  * PATH of build steps: the service's own (or the runners' default) first, so that `python3` (and `uv`) are

@@ -1,8 +1,7 @@
-import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import type { RunLimits } from '../execution/limits.js';
+import { pythonOnPath } from '../python-on-path.js';
 import { createBubblewrapSandbox } from './bubblewrap.js';
 import { plainSandbox } from './plain.js';
 import { type NetworkProbeResult, probeBubblewrap, probeIsolatedNetwork } from './probe.js';
@@ -37,20 +36,13 @@ export interface SandboxOptions {
   networkToolPath?: string | undefined;
 }
 
-const execute = promisify(execFile);
-
 /**
  * The installation folder of the `python3` on `searchPath` (through a version manager's shims),
  * which builds make environments from; none when there is no Python.
  */
 async function pythonRuntime(searchPath: string): Promise<string[]> {
-  const code = 'import os, sys; print(os.path.realpath(sys.base_prefix))';
-  try {
-    const { stdout } = await execute('python3', ['-c', code], { env: { PATH: searchPath }, timeout: 10_000 });
-    return stdout.trim() ? [stdout.trim()] : [];
-  } catch {
-    return [];
-  }
+  const python = await pythonOnPath({ PATH: searchPath });
+  return python ? [python.installation] : [];
 }
 
 /** What to install for RUNNER_NETWORK=isolated, said with each refusal and warning. */
