@@ -256,15 +256,26 @@ export const threadRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { 
           checkpoint: jsonObject.nullish(),
           checkpoint_id: z.string().nullish(),
         }),
-        response: { 200: z.object({ checkpoint: checkpointSchema }), ...errors },
+        response: {
+          200: z.object({
+            checkpoint: checkpointSchema,
+            configurable: checkpointSchema.describe('the same, as the official server also sends it (deprecated)'),
+            checkpoint_id: z.string().describe('the new checkpoint’s id (deprecated)'),
+          }),
+          ...errors,
+        },
       },
     },
     async (request) => {
       const { values, as_node, checkpoint, checkpoint_id } = request.body;
       const update = { values, as_node, checkpoint_id: checkpoint_id ?? checkpointIdOf(checkpoint) };
-      return threads.updateState(org(request), request.params.thread_id, update, (thread, asked) =>
-        updateGraphState(principalOf(request), thread, asked),
+      const { checkpoint: written } = await threads.updateState(
+        org(request),
+        request.params.thread_id,
+        update,
+        (thread, asked) => updateGraphState(principalOf(request), thread, asked),
       );
+      return { checkpoint: written, configurable: written, checkpoint_id: written.checkpoint_id };
     },
   );
 

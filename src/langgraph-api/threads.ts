@@ -92,7 +92,8 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
         ...thread.metadata,
         source: langgraph?.source ?? (at?.run_id ? 'loop' : 'update'),
         ...(langgraph ? { step: langgraph.step } : {}),
-        run_id: at?.run_id ?? null,
+        // An update's run is crewd's way to run the graph's code; the official server has none to name.
+        run_id: langgraph?.source === 'update' ? null : (at?.run_id ?? null),
         thread_id: thread.id,
       },
       created_at: toIso(at?.created_at ?? thread.updated_at),

@@ -40,6 +40,8 @@ def sync_part(client) -> dict:
     assert written["checkpoint"]["checkpoint_ns"] == "", written
     new_id = written["checkpoint"]["checkpoint_id"]
     assert new_id != before["checkpoint"]["checkpoint_id"], written
+    # The fields the official server sends beside it (deprecated, but read by older clients).
+    assert written["checkpoint_id"] == new_id and written["configurable"] == written["checkpoint"], written
 
     after = client.threads.get_state(thread)
     check(after, schema.ThreadState)
@@ -50,6 +52,7 @@ def sync_part(client) -> dict:
     # The node still to run is still next; its interrupt will be asked again when it runs.
     assert after["next"] == ["approval"] and after["interrupts"] == [], after
     assert after["metadata"]["source"] == "update", after["metadata"]
+    assert after["metadata"].get("run_id") is None, after["metadata"]  # no run of the graph made it
     assert (
         after["parent_checkpoint"]["checkpoint_id"]
         == before["checkpoint"]["checkpoint_id"]
