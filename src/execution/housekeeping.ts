@@ -34,7 +34,21 @@ export function createHousekeeping(options: {
     stopping: false,
     ticking: false,
     timer: null as NodeJS.Timeout | null,
+    /** Ticks (or registrations) in a row that failed: an outage is logged when it starts and when it ends. */
+    failures: 0,
   };
+
+  /** Logs a failed tick as the claim loop does (db/claim-loop.ts): an error at the first, debug after. */
+  function failed(error: unknown, message: string): void {
+    state.failures++;
+    if (state.failures === 1) logger.error({ err: error }, message);
+    else logger.debug({ err: error, failures: state.failures }, `${message} again`);
+  }
+
+  function worked(): void {
+    if (state.failures > 0) logger.info({ failures: state.failures }, 'housekeeping: working again');
+    state.failures = 0;
+  }
 
   /** Fails runs whose instance died, including this instance's previous life. */
   async function failLostRuns(): Promise<void> {
@@ -58,8 +72,9 @@ export function createHousekeeping(options: {
       queue.pump();
       await deleteExpired(db);
       await lease.prune();
+      worked();
     } catch (error) {
-      logger.error({ err: error }, 'housekeeping tick failed');
+      failed(error, 'housekeeping tick failed');
     } finally {
       state.ticking = false;
     }
@@ -78,10 +93,11 @@ export function createHousekeeping(options: {
       peers.seen(await lease.register());
       await failLostRuns();
     } catch (error) {
-      logger.error({ err: error }, 'the run executor cannot reach the database; retrying');
+      failed(error, 'the run executor cannot reach the database; retrying');
       every(options.tickMs, register, false);
       return;
     }
+    worked();
     state.registered = true;
     options.signals.emit('instanceStarted', { instanceId: lease.id });
     queue.open();
