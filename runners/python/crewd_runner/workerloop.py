@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import resource
+import secrets
 import selectors
 import signal
 import socket
@@ -61,6 +62,7 @@ class WorkerLoop:
         self._header_seconds = header_seconds
         # Paths the imports kept in the worker's home (CrewAI's storage): a run one at a time gets them in its own.
         self._kept_paths = run_home.kept_paths(homes.server) if concurrency == 1 else []
+        self._home_has_files = any(files for _, _, files in os.walk(homes.server))
         self._selector = selectors.DefaultSelector()
         self._runs: set[WorkerRun] = set()
         self._over: list[WorkerRun] = []
@@ -144,7 +146,7 @@ class WorkerLoop:
             send_final(connection, Refused(str(error)))
             connection.close()
             return
-        run = WorkerRun(connection, request, self._homes.for_run(), self._load, lambda: self._ran(run))
+        run = WorkerRun(connection, request, self._new_home(), self._load, lambda: self._ran(run))
         self._runs.add(run)
         self._selector.register(connection, selectors.EVENT_READ, ClientOf(run))
         if self._kept_paths:
@@ -154,6 +156,17 @@ class WorkerLoop:
             self._received(run, rest)
         if len(self._runs) >= self._concurrency:
             self._listen(False)
+
+    def _new_home(self) -> str:
+        """A home for a run: a copy of the worker's when its imports left files there (CrewAI's storage), else its
+        home and its TMPDIR, empty (the XDG folders inside are made by what needs them), for a third of a copy's
+        CPU."""
+        if self._home_has_files:
+            return self._homes.for_run()
+        folder = os.path.join(self._homes.runs, secrets.token_hex(16))
+        for inside in ("", "home", "tmp"):
+            os.mkdir(os.path.join(folder, inside), 0o700)
+        return folder
 
     def _ran(self, run: WorkerRun) -> None:
         """From the run's thread, once it is over: the loop sends its last words."""

@@ -133,4 +133,9 @@ class WorkerRun:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.connection.close()
-        run_home.remove_home(self.home)
+        try:
+            # Most runs leave their home empty: three rmdir, not a walk of the tree.
+            for inside in ("home", "tmp", ""):
+                os.rmdir(os.path.join(self.home, inside))
+        except OSError:
+            run_home.remove_home(self.home)
