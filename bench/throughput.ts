@@ -20,7 +20,9 @@ import { bundleEnv, testVenv, writeProjects } from './lib/python-projects.js';
  * `langgraph-cli[inmem]`, installed into a venv of the bench's own) on the same one-node graph, asked the same
  * way (POST /runs/wait with the graph's name as assistant, crewd's LangGraph API under /langgraph), in turns in
  * the same run: CLIENTS clients sharing RUNS runs, and runs one at a time. crewd runs on PostgreSQL
- * (BENCH_DATABASE_URL) with its default isolation, a sandboxed child per run forked by the version's fork server.
+ * (BENCH_DATABASE_URL) with its default isolation, a sandboxed child per run forked by the version's fork server,
+ * and, in the same turns, a second crewd (its own database) with RUN_ISOLATION=deployment: the version's runs in its
+ * warm sandboxed worker, RUN_WORKER_CONCURRENCY (8) at a time.
  * Then 19 more deployments of the same environment, each run until forked, and the memory of crewd's process
  * tree per active deployment. Where the peer cannot be installed or started, its figures are skipped with a line
  * saying why. The figures are as good as the machine is quiet: run it on an idle one.
@@ -51,13 +53,16 @@ function waitRun(target: JsonTarget, prefix: string): WaitRun {
   };
 }
 
-/** Runs of deployment `id` until one runs in a child of its fork server (the first run while it imports). */
-async function untilForked(server: Proc, id: string): Promise<void> {
+/**
+ * Runs of deployment `id` until one runs in a child of its fork server (the first run while it imports), or with
+ * `warm: 'in_worker'` in its worker.
+ */
+async function untilForked(server: Proc, id: string, warm: 'forked' | 'in_worker' = 'forked'): Promise<void> {
   for (let attempt = 0; attempt < 120; attempt++) {
     const created = await jsonRequest(crewdTarget(server), 'POST', '/v1/runs', { deployment_id: id, input: INPUT });
     for (;;) {
       const run = await jsonRequest(crewdTarget(server), 'GET', `/v1/runs/${created.run_id}`);
-      if (run.status === 'succeeded' && run.output?.forked === true) return;
+      if (run.status === 'succeeded' && run.output?.[warm] === true) return;
       if (['succeeded', 'failed', 'canceled', 'timed_out'].includes(run.status)) break;
       await sleep(50);
     }
@@ -138,6 +143,16 @@ async function cpuPerRun(server: Proc, databaseUrl: string, run: WaitRun): Promi
   printFigure('throughput_cpu_per_run_ms', total, 'ms');
 }
 
+/** The same by process for the crewd whose version runs in a worker (RUN_ISOLATION=deployment). */
+async function deploymentCpuPerRun(server: Proc, databaseUrl: string, run: WaitRun): Promise<void> {
+  const before = await cpuByPart(server.child.pid as number, databaseUrl);
+  await burst(run, RUNS);
+  const byProcess = perRun(before, await cpuByPart(server.child.pid as number, databaseUrl), RUNS);
+  printTable(`RUN_ISOLATION=deployment: CPU per run by process, ${CLIENTS} clients, ${RUNS} runs:`, byProcess);
+  const total = [...byProcess.values()].reduce((sum, ms) => sum + ms, 0);
+  printFigure('throughput_deployment_isolation_cpu_per_run_ms', total, 'ms');
+}
+
 /** DEPLOYMENTS active deployments of the graph's environment (the first one exists); the tree's memory per one. */
 async function memoryPerDeployment(server: Proc, project: string, first: string): Promise<void> {
   const ids = [first];
@@ -172,28 +187,40 @@ export async function run(): Promise<void> {
   printLoad('at the start');
   const venv = testVenv();
   const database = await createScratchDatabase();
+  const workersDatabase = await createScratchDatabase();
   const dir = mkdtempSync(path.join(tmpdir(), 'crewd-bench-throughput-'));
   let server: Proc | null = null;
+  let workers: Proc | null = null;
   let peer: Peer | null = null;
   try {
     const projects = writeProjects(dir, bundleEnv(venv));
-    server = await startCrewd(database.url, path.join(dir, 'data'), KEY, {
-      RUNNER_EXTRA_PATHS: venv,
-      PYTHON_FORK_SERVER_IDLE_SECONDS: '600',
-    });
+    const settings = { RUNNER_EXTRA_PATHS: venv, PYTHON_FORK_SERVER_IDLE_SECONDS: '600' };
+    server = await startCrewd(database.url, path.join(dir, 'data'), KEY, settings);
     const idle = treeMemory(server.child.pid as number);
     const first = await deployBundle(crewdTarget(server), GRAPH, projects.graph);
     await untilForked(server, first);
+    workers = await startCrewd(workersDatabase.url, path.join(dir, 'data-workers'), KEY, {
+      ...settings,
+      RUN_ISOLATION: 'deployment',
+    });
+    await untilForked(workers, await deployBundle(crewdTarget(workers), GRAPH, projects.graph), 'in_worker');
     peer = await startPeer(path.join(dir, 'peer'), projects.graph, 'graph.py:graph', GRAPH, venv);
 
     const crewdRun = waitRun(crewdTarget(server), '/langgraph');
-    const servers = [{ name: 'crewd', run: crewdRun }];
+    const workersRun = waitRun(crewdTarget(workers), '/langgraph');
+    const servers = [
+      { name: 'crewd', run: crewdRun },
+      { name: 'crewd-deployment', run: workersRun },
+    ];
     if (peer) servers.push({ name: 'peer', run: waitRun(peer.target, '') });
     for (const { run: once } of servers) await once(); // each answers once before it is timed
     const measured = await inTurns(servers);
     const crewd = measured.get('crewd') as Measured;
     printFigure('throughput_crewd_runs_per_second', crewd.runsPerSecond, 'runs/s');
     printFigure('throughput_crewd_single_run_median_ms', crewd.singleMedianMs, 'ms');
+    const deployment = measured.get('crewd-deployment') as Measured;
+    printFigure('throughput_crewd_deployment_isolation_runs_per_second', deployment.runsPerSecond, 'runs/s');
+    printFigure('throughput_crewd_deployment_isolation_single_run_median_ms', deployment.singleMedianMs, 'ms');
     const other = measured.get('peer');
     if (other && peer) {
       const peerTree = treeMemory(peer.pid);
@@ -208,6 +235,10 @@ export async function run(): Promise<void> {
         op: '<=',
         target: 0.1,
       });
+      printFigure('throughput_deployment_isolation_vs_peer', deployment.runsPerSecond / other.runsPerSecond, 'x', {
+        op: '>=',
+        target: 2,
+      });
     }
     if (peer) {
       // The peer's CPU per run under the same load, for the table's comparison (its tree: the server and workers).
@@ -217,6 +248,9 @@ export async function run(): Promise<void> {
     }
     await peer?.stop();
     peer = null;
+    await deploymentCpuPerRun(workers, workersDatabase.url, workersRun);
+    await workers.stop();
+    workers = null;
     await cpuPerRun(server, database.url, crewdRun);
 
     printFigure('throughput_crewd_idle_tree_memory_mb', idle.pssMb, 'MB');
@@ -224,7 +258,9 @@ export async function run(): Promise<void> {
     printLoad('at the end');
   } finally {
     await peer?.stop();
+    await workers?.stop();
     await server?.stop();
+    await workersDatabase.drop();
     await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }

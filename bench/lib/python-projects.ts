@@ -34,9 +34,13 @@ export function bundleEnv(venv: string): Record<string, string> {
   return { ...OFFLINE_ENV, PYTHONPATH: path.join(venv, 'lib', version as string, 'site-packages') };
 }
 
-/** A one-node graph that echoes its input; `forked` says whether it runs in a child of a fork server. */
+/**
+ * A one-node graph that echoes its input; `forked` says whether it runs in a child of a fork server, `in_worker`
+ * whether in a worker (RUN_ISOLATION=deployment: the worker's loop is loaded).
+ */
 const GRAPH = `
 import os
+import sys
 from typing import TypedDict
 from langgraph.graph import END, START, StateGraph
 
@@ -46,10 +50,12 @@ IMPORTED_IN = os.getpid()
 class State(TypedDict, total=False):
     text: str
     forked: bool
+    in_worker: bool
 
 
 def echo(state: State):
-    return {"text": state.get("text", ""), "forked": os.getpid() != IMPORTED_IN}
+    in_worker = "crewd_runner.workerloop" in sys.modules
+    return {"text": state.get("text", ""), "forked": os.getpid() != IMPORTED_IN, "in_worker": in_worker}
 
 
 builder = StateGraph(State)
