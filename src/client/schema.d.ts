@@ -795,8 +795,8 @@ export interface paths {
         get: operations["langgraphThreadState"];
         put?: never;
         /**
-         * Update a thread's values (threads without a LangGraph checkpoint; see docs/langgraph.md)
-         * @description Update a thread's values (threads without a LangGraph checkpoint; see docs/langgraph.md). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         * Update a thread's state as the graph's update_state does (as_node), as a new checkpoint
+         * @description Update a thread's state as the graph's update_state does (as_node), as a new checkpoint. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
          */
         post: operations["langgraphUpdateThreadState"];
         delete?: never;
@@ -6093,6 +6093,17 @@ export interface operations {
                 content: {
                     "application/json": {
                         checkpoint: {
+                            checkpoint_id: string;
+                            checkpoint_map: {
+                                [key: string]: unknown;
+                            } | null;
+                            checkpoint_ns: string;
+                            thread_id: string;
+                        };
+                        /** @description the new checkpoint’s id (deprecated) */
+                        checkpoint_id: string;
+                        /** @description the same, as the official server also sends it (deprecated) */
+                        configurable: {
                             checkpoint_id: string;
                             checkpoint_map: {
                                 [key: string]: unknown;
