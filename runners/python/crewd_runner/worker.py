@@ -36,7 +36,7 @@ import signal
 import sys
 from types import FrameType
 
-from . import run_home, workerscope
+from . import run_home, workerexec, workerscope
 from .forkserver import listen, preload
 from .forkwire import read_secret
 from .workerloop import WorkerLoop
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_now)
     homes = run_home.Homes()
     workerscope.install()
+    workerexec.install()
     try:
         load, _ = preload(args, os.getcwd())
         listener = listen(args.socket)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import ctypes
 import io
 import json
 import os
@@ -15,18 +14,12 @@ from collections.abc import Callable
 from . import cli, run_home
 from .forkmessages import Exited, Final, RunRequest, Signal
 from .protocol import Emitter
-from .workerscope import RunScope, current
+from .workerscope import RunScope, current, raise_in
 
 
 class RunCanceled(BaseException):
     """Raised in a run's thread when crewd cancels it: a BaseException, so that the run's own `except Exception`
     does not swallow it."""
-
-
-def _raise_in(thread_id: int, kind: type[BaseException] | None) -> None:
-    """Raises `kind` in the thread at its next Python instruction (None takes back one not raised yet). A thread in a
-    blocking call of C code gets it when the call returns."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(kind) if kind else None)
 
 
 def run_id_of(stdin: str) -> str:
@@ -103,7 +96,7 @@ class WorkerRun:
                 return False
             self._running = False
             if self._thread_id is not None:
-                _raise_in(self._thread_id, None)
+                raise_in(self._thread_id, None)
             return self._canceled_by is None
 
     def cancel(self, signum: int) -> None:
@@ -113,10 +106,10 @@ class WorkerRun:
                 return
             self._canceled_by = signum
             if self._thread_id is not None:
-                _raise_in(self._thread_id, RunCanceled)
-            # The threads it started (a sync node runs in one of its event loop's).
-            for thread_id in self._scope.thread_ids() if self._scope else []:
-                _raise_in(thread_id, RunCanceled)
+                raise_in(self._thread_id, RunCanceled)
+            # The threads working for it (it started them, or a pool's running its sync node).
+            if self._scope is not None:
+                self._scope.interrupt(RunCanceled)
 
     @property
     def running(self) -> bool:

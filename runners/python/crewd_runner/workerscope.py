@@ -22,6 +22,7 @@ run starts itself without its context (they see the worker's environment and out
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import logging
 import os
 import sys
@@ -55,18 +56,28 @@ class RunScope:
         self.stdout.flush()
         self.stderr.flush()
 
-    def thread_ids(self) -> list[int]:
+    def interrupt(self, kind: type[BaseException]) -> None:
+        """Raises `kind` in each thread working for the run now."""
         with self.lock:
-            return list(self.threads)
+            for thread_id in self.threads:
+                raise_in(thread_id, kind)
 
     def enter(self) -> None:
-        """In a thread of the run's: it is counted as the run's until it ends."""
+        """In a thread of the run's, or one of a pool working for it: counted as the run's until it leaves."""
         with self.lock:
             self.threads.add(threading.get_ident())
 
     def leave(self) -> None:
+        """The thread no longer works for the run: an interrupt of the run not raised in it yet is taken back."""
         with self.lock:
             self.threads.discard(threading.get_ident())
+            raise_in(threading.get_ident(), None)
+
+
+def raise_in(thread_id: int, kind: type[BaseException] | None) -> None:
+    """Raises `kind` in the thread at its next Python instruction (None takes back one not raised yet). A thread in a
+    blocking call of C code gets it when the call returns."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(kind) if kind else None)
 
 
 current: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar("crewd_run_scope", default=None)
