@@ -8,7 +8,7 @@ export interface SignalMap {
   /** A run was queued as pending: a run queue with a free slot (here or on another instance) takes it. */
   queued: Record<string, never>;
   /** A thread was handed to its next queued run, or a thread run's process is gone: that run may start. */
-  threadReleased: { threadId: string | null };
+  threadReleased: { threadId: string };
   /** A run ended in the database while its process may still run: its owner stops the process. */
   stopRequested: { runId: string };
   /** A run's end committed (before it is published to live streams). */

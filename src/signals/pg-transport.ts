@@ -26,8 +26,10 @@ function read(raw: string, self: string): SharedMessage | null {
   switch (wire.n as (typeof SHARED_SIGNALS)[number]) {
     case 'queued':
       return { name: 'queued', payload: {} };
-    case 'threadReleased':
-      return { name: 'threadReleased', payload: { threadId: text('threadId') } };
+    case 'threadReleased': {
+      const threadId = text('threadId');
+      return threadId ? { name: 'threadReleased', payload: { threadId } } : null;
+    }
     case 'stopRequested': {
       const runId = text('runId');
       return runId ? { name: 'stopRequested', payload: { runId } } : null;

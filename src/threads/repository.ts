@@ -103,15 +103,15 @@ export async function stoppingProcessAlive(
   return owner !== undefined;
 }
 
-/** The run's process is gone: the thread's next run may start. True when a thread waited for it. */
-export async function clearStoppingRun(db: Db, runId: string): Promise<boolean> {
+/** The run's process is gone: the thread's next run may start. The thread that waited for it, if one did. */
+export async function clearStoppingRun(db: Db, runId: string): Promise<string | null> {
   const cleared = await db
     .updateTable('threads')
     .set({ stopping_run_id: null, stopping_instance_id: null })
     .where('stopping_run_id', '=', runId)
     .returning('id')
     .executeTakeFirst();
-  return cleared !== undefined;
+  return cleared?.id ?? null;
 }
 
 /** Locks the thread of a run (if it has one) before the run's end touches the run's row: threads, then runs. */

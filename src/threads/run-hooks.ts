@@ -156,7 +156,8 @@ export function threadRunEndHook(signals: Signals): RunEndHook {
  * may start now.
  */
 export const threadRunStopped = (db: Db, signals: Signals) => async (runId: string) => {
-  if (await repo.clearStoppingRun(db, runId)) signals.emit('threadReleased', { threadId: null });
+  const threadId = await repo.clearStoppingRun(db, runId);
+  if (threadId) signals.emit('threadReleased', { threadId });
 };
 
 /** A queued run's thread values and latest checkpoint, read when it starts. */

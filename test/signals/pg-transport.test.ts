@@ -97,6 +97,7 @@ describe.runIf(usingPostgres())('signals between instances on one PostgreSQL', (
       JSON.stringify({ i: 'ins_c', n: 'ended', p: { runId: 'run_4' } }),
       JSON.stringify({ i: 'ins_c', n: 'stopRequested', p: {} }),
       JSON.stringify({ i: 'ins_c', n: 'stopRequested', p: { runId: 5 } }),
+      JSON.stringify({ i: 'ins_c', n: 'threadReleased', p: { threadId: null } }),
     ]) {
       await sql`select pg_notify(${SIGNALS_CHANNEL}, ${payload})`.execute(database.handle.db);
     }
