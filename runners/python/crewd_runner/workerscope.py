@@ -9,9 +9,9 @@ asking (a context variable, which a run's asyncio tasks and LangChain's executor
 - `sys.stdout` and `sys.stderr`: the run's `log` events (capture.LogWriter); outside a run, the worker's own.
 - the root logger's records: the run's `log` events; outside a run, the worker's standard error.
 
-A thread started while a run's code runs is the run's: it gets the run's scope, and a cancel of the run reaches it too
-(a sync LangGraph node runs in a thread of the run's event loop). A pool's thread started by one run and used later by
-another is counted as the first one's.
+A thread started while a run's code runs is the run's: it gets the run's scope, and a cancel of the run reaches it too.
+The worker's pool for event loops (workerexec) counts each call as its run's while it runs; a thread of another pool,
+started by one run and used later by another, is counted as the first one's.
 
 What cannot be told apart stays the worker's: the environment a subprocess inherits when none is given, the C
 library's `getenv`, bytes written to file descriptors 1 and 2 (C code, subprocesses: the worker's output, which crewd
