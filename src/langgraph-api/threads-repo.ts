@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { ThreadInterrupt } from '../db/columns.js';
 import type { Db } from '../db/types.js';
 import type { ThreadStatus } from '../threads/db-types.js';
 
@@ -128,6 +129,16 @@ export function findCheckpoint(db: Db, threadId: string, id: string) {
 export async function runnerCheckpoint(db: Db, id: string): Promise<unknown> {
   const row = await db.selectFrom('thread_checkpoints').select(['checkpoint']).where('id', '=', id).executeTakeFirst();
   return row?.checkpoint ?? null;
+}
+
+/** The interrupts a run stopped at (its output is `{interrupts}` alone then, CONTRACTS §9), else none. */
+export async function interruptsOfRun(db: Db, runId: string): Promise<ThreadInterrupt[]> {
+  const row = await db.selectFrom('runs').select(['status', 'output']).where('id', '=', runId).executeTakeFirst();
+  const output = row?.status === 'succeeded' ? (row.output as Record<string, unknown> | null) : null;
+  if (!output || Object.keys(output).length !== 1 || !Array.isArray(output.interrupts)) return [];
+  return (output.interrupts as unknown[]).filter(
+    (item): item is ThreadInterrupt => typeof item === 'object' && item !== null && 'value' in item,
+  );
 }
 
 /** The newest checkpoint older than `row` (its parent). */

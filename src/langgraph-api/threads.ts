@@ -74,7 +74,9 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
   /** The state at one checkpoint (the latest when `at` is null); `step` counts checkpoints from the first. */
   async function stateAt(thread: repo.ThreadRow, at: repo.CheckpointRow | null, latest: boolean) {
     const parent = at ? await repo.parentCheckpoint(db, at) : undefined;
-    const interrupts = latest ? interruptsOf(thread.interrupts, thread.id) : [];
+    // An earlier state's interrupts are those its run stopped at (the official history shows them too).
+    const asked = latest ? thread.interrupts : at?.run_id ? await repo.interruptsOfRun(db, at.run_id) : [];
+    const interrupts = interruptsOf(asked, thread.id);
     const checkpointId = at?.id ?? `${thread.id}:empty`;
     const stored = at?.has_runner_checkpoint ? await repo.runnerCheckpoint(db, at.id) : null;
     // The latest state is LangGraph's live one (finished tasks left out); an earlier one, as its history shows it.

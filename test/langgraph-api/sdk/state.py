@@ -67,10 +67,15 @@ def sync_part(client) -> dict:
         before["checkpoint"]["checkpoint_id"],
     ], history
     assert [h["next"] for h in history] == [["approval"], ["approval"]], history
+    # The state it updated shows the interrupt its step raised, with its task; the update's has none.
+    assert history[0]["interrupts"] == [], history[0]
+    assert history[1]["interrupts"] == before["interrupts"], history[1]
+    assert history[1]["tasks"][0]["interrupts"] == before["interrupts"], history[1]
     earlier = client.threads.get_state(
         thread, checkpoint_id=before["checkpoint"]["checkpoint_id"]
     )
     assert earlier["next"] == ["approval"], earlier
+    assert earlier["interrupts"] == before["interrupts"], earlier
 
     # as_node: the update counts as that node's output, so the graph goes on after it.
     client.threads.update_state(thread, {"answers": 5}, as_node="approval")
