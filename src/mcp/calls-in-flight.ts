@@ -3,7 +3,8 @@ import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 /**
  * The tools/call requests this instance is answering, by API key, the client's Mcp-Session-Id and request id. A
  * client's notifications/cancelled comes in a request of its own, to a server object of its own: it finds its call
- * here. The session id keeps apart clients of one key, whose request ids start alike.
+ * here, or, answered by another instance, in the database (calls-store.ts). The session id keeps apart clients of one
+ * key, whose request ids start alike.
  */
 export class CallsInFlight {
   private readonly calls = new Map<string, AbortController>();

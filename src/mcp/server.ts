@@ -80,9 +80,12 @@ export function createMcpServer(deps: McpDeps, principal: Principal, sessionId: 
         signal: flight.signal,
         started: (runId) => {
           meta = { 'crewd/run_id': runId };
-          recorded = recordCallRun(deps.db, caller, requestId, runId).then((canceledFirst) => {
-            if (canceledFirst) deps.calls.cancel(client, requestId, 'canceled before its run started');
-          });
+          // Not recorded (the database failed): a cancellation on another instance misses it, this one's does not.
+          recorded = recordCallRun(deps.db, caller, requestId, runId)
+            .then((canceledFirst) => {
+              if (canceledFirst) deps.calls.cancel(client, requestId, 'canceled before its run started');
+            })
+            .catch(() => {});
         },
       });
     } finally {
