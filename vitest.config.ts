@@ -15,6 +15,5 @@ export default defineConfig({
     // A failure that repeats still fails; the flaky ones are listed in the session notes to be fixed.
     retry: process.env.CI ? 1 : 0,
     hookTimeout: 60_000,
-    reporters: process.env.CI ? ['default'] : ['default'],
   },
 });
