@@ -146,6 +146,12 @@ class WorkerLoop:
             send_final(connection, Refused(str(error)))
             connection.close()
             return
+        stopped = _stop_signal(rest)
+        if stopped is not None:
+            # Canceled while it waited for a free place: it never starts (a SIGKILL among these lines is no stuck run).
+            send_final(connection, Signal(stopped))
+            connection.close()
+            return
         run = WorkerRun(connection, request, self._new_home(), self._load, lambda: self._ran(run))
         self._runs.add(run)
         self._selector.register(connection, selectors.EVENT_READ, ClientOf(run))
@@ -232,3 +238,12 @@ class WorkerLoop:
         )
         self._homes.remove()
         os._exit(1)
+
+
+def _stop_signal(data: bytes) -> int | None:
+    """The first stop signal among crewd's whole lines in `data`, or None."""
+    for line in data.split(b"\n")[:-1]:
+        message = parse(line)
+        if isinstance(message, Signal) and message.signum in SIGNALS_FROM_CLIENTS:
+            return message.signum
+    return None

@@ -164,3 +164,24 @@ def test_runs_beyond_the_concurrency_wait_for_a_free_one(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_a_run_canceled_while_it_waits_for_a_place_never_starts(tmp_path):
+    path = tmp_path / "w.sock"
+    process = start_worker(path, "--concurrency", "1")
+    try:
+        gate = tmp_path / "gate"
+        first = ask(path, "run_first", {"wait_for": str(gate)})
+        waiting = ask(path, "run_waiting", {"say": "never"})
+        time.sleep(0.5)
+        waiting.signal(signal.SIGTERM)
+        waiting.signal(signal.SIGKILL)  # what crewd sends after its grace time
+        gate.touch()
+        output, final = waiting.finish()
+        assert final == {"signal": signal.SIGTERM}
+        assert output == ""
+        assert first.finish()[1] == {"exit_code": 0}
+        assert process.poll() is None
+    finally:
+        process.terminate()
+        process.wait(10)
