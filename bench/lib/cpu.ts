@@ -83,6 +83,8 @@ export async function cpuByPart(root: number, databaseUrl: string): Promise<CpuB
     const part = partOf(pid, root);
     if (part !== PYTHON) {
       add(part, cpu ? cpu.own + cpu.children : 0);
+    } else if (commandOf(pid).includes('crewd_runner.worker')) {
+      add('workers (RUN_ISOLATION=deployment: accept, the runs in threads)', cpu ? cpu.own + cpu.children : 0);
     } else if (commandOf(parentOf(pid) ?? 0).includes('crewd_runner')) {
       add('forked children still there (spares warming up, runs going on)', cpu ? cpu.own + cpu.children : 0);
     } else {
