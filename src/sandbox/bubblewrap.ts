@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from '../execution/limits.js';
 import { findOnPath, isExecutableFile } from '../program-search.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from './home.js';
-import { bwrapUnsharesNetwork, type NetworkSetup, networkCommand } from './network.js';
+import { bwrapUnsharesNetwork, type NetworkSetup, networkCommand, networkGate } from './network.js';
 import { assertExportable, SPARE_SHELL, spareLine } from './spare-shell.js';
 import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SpareShape, WrappedPlan } from './types.js';
 import { installationFolder, machineView, nodeFolder, pythonsOf, realFolder, within } from './view.js';
@@ -41,16 +41,17 @@ function requiredTool(name: string): string {
 }
 
 /**
- * What runs first in the sandbox, with the capabilities of its user namespace: it bounds the PID
- * namespace (per-namespace pid_max, Linux 6.14 and newer; RLIMIT_NPROC does not bind root), sets
- * the run's limits and drops every capability, so that nothing after it can undo a mount.
+ * What runs first in the sandbox, with the capabilities of its user namespace: it waits for the
+ * network where the setting has one to wait for (network.ts), bounds the PID namespace
+ * (per-namespace pid_max, Linux 6.14 and newer; RLIMIT_NPROC does not bind root), sets the run's
+ * limits and drops every capability, so that nothing after it can undo a mount.
  */
-function initPrefix(limits: RunLimits): string[] {
+function initPrefix(limits: RunLimits, network: RunnerNetwork): string[] {
   const cpu = limits.cpuSeconds;
   return [
     '/bin/sh',
     '-c',
-    `echo ${limits.processes + RESERVED_PIDS} > /proc/sys/kernel/pid_max 2>/dev/null; exec "$@"`,
+    `${networkGate(network)}echo ${limits.processes + RESERVED_PIDS} > /proc/sys/kernel/pid_max 2>/dev/null; exec "$@"`,
     'sh',
     requiredTool('prlimit'),
     `--cpu=${cpu}:${cpu + CPU_GRACE_SECONDS}`,
@@ -152,7 +153,13 @@ export function folderIdentity(folder: string): string {
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const limits = options.limits ?? DEFAULT_RUN_LIMITS;
   const hidden = hiddenFolders(options);
-  const prefix = initPrefix(limits);
+  /** What runs first in a sandbox of each network (initPrefix), the same for every process. */
+  const prefixes: Record<RunnerNetwork, string[]> = {
+    isolated: initPrefix(limits, 'isolated'),
+    on: initPrefix(limits, 'on'),
+    off: initPrefix(limits, 'off'),
+  };
+  const prefixFor = (network: RunnerNetwork): string[] => prefixes[network];
   const extra = options.extraPaths ?? [];
   const view = machineView(
     [installationFolder(), nodeFolder(), ...(options.runtimes ?? []), ...extra, ...extra.flatMap(pythonsOf)],
@@ -203,7 +210,8 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
       const real = realFolder(folder);
       args.push('--bind', real, real);
     }
-    args.push(...SEAL, '--chdir', cwd, '--', ...prefix, ...SPARE_SHELL);
+    const network = confinement.network ?? options.network;
+    args.push(...SEAL, '--chdir', cwd, '--', ...prefixFor(network), ...SPARE_SHELL);
     const command = withNetwork(confinement, [options.bwrapPath, ...args]);
     return { command, cwd, env: {}, line: spareLine({ ...plan, cwd }) };
   }
@@ -237,7 +245,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
             '--chdir',
             '/',
             '--',
-            ...prefix,
+            ...prefixFor(confinement.network ?? options.network),
             ...SPARE_SHELL,
           ]),
           cwd: '/',
