@@ -1,8 +1,10 @@
+const LATDBG = process.getBuiltinModule('node:fs').existsSync('/tmp/latdbg-on');
 import type { OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { LaunchSpec, RunIdentity, TerminalRunStatus } from '../run-record/types.js';
 import type { RunTrace } from '../telemetry/tracer-types.js';
 import { UsageTally } from '../telemetry/usage.js';
 import type { RunEventLog } from './event-log.js';
+import { SERVER_ENDED } from './fork-server-launcher.js';
 import { limitHit, outputLimitError, type RunLimits } from './limits.js';
 import type { ProcessExit, RunnerProcess } from './process-runner.js';
 import type { RunnerMessage, RunnerResult } from './protocol.js';
@@ -65,6 +67,7 @@ export class ActiveRun {
         this.overLimit('events');
         return;
       }
+      if (LATDBG && message.type === 'langgraph.chunk') process.getBuiltinModule('node:fs').appendFileSync('/tmp/lat.log', `${this.id} recv ${(message.data as any).mode} ${Date.now()} ${JSON.stringify((message.data as any).data?.first_token_ms ?? '')}\n`);
       this.bytes += this.log.appendFromRunner(message.type, message.data);
       if (this.bytes > this.limits.outputMb * 1024 * 1024) this.overLimit('bytes');
       return;
@@ -116,7 +119,9 @@ export class ActiveRun {
     if (exit.code !== null && exit.code !== 0) return failed(`Runner exited with code ${exit.code}${detail}`);
     if (exit.signal) return failed(`Runner was stopped by signal ${exit.signal}${detail}`);
     if (exit.statusLost)
-      return failed(stderr ? `Runner lost${detail}` : 'Runner lost: its exit status went with the runner spawner');
+      return failed(
+        `Runner lost: ${stderr === SERVER_ENDED ? stderr : 'its exit status went with the runner spawner'}`,
+      );
     return failed('Runner exited without a result');
   }
 

@@ -13,10 +13,10 @@ export interface ForkServerAddress {
 /** The byte before the server's last words: the runner's JSON lines never hold a raw NUL. */
 const NUL = 0;
 
-/** Why a run whose connection closed without the server's last words is lost. */
-const LOST =
+/** Why a run whose connection closed without the server's last words is lost (its error, active-run.ts). */
+export const SERVER_ENDED =
   "the version's Python server (its fork server, or under RUN_ISOLATION=deployment its worker) ended before the " +
-  'run did; a crash of a worker ends each of its runs\n';
+  'run did; a crash of a worker ends each of its runs';
 
 /**
  * The run's exit from the server's last line: `{"exit_code": N}`, `{"signal": N}`, or `{"error": "…"}` (the server
@@ -81,7 +81,7 @@ export function launchInForkServer(server: ForkServerAddress, request: LaunchReq
       });
       splitOutput(socket, stdout, (final) => {
         // No last words: the server itself ended (killed, or crashed: a worker's crash ends each of its runs).
-        if (final === null) stderr.write(LOST);
+        if (final === null) stderr.write(`${SERVER_ENDED}\n`);
         stderr.end();
         resolveExit(final === null ? null : exitStatus(final, stdout));
       });
