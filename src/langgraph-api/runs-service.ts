@@ -277,14 +277,20 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
       const id = threadId.toLowerCase();
       if (!(await threadsRepo.findThread(db, orgId, id))) throw notFound(`Thread ${threadId} not found`);
       const statuses = page.status ? crewdRunStatuses(page.status) : [undefined];
-      const lists = await Promise.all(
-        statuses.map((status) =>
-          services.runs.list(orgId, { thread_id: id, status }, { limit: page.offset + page.limit, offset: 0 }),
-        ),
-      );
+      const wanted = page.offset + page.limit;
+      /** The thread's newest runs of a status, state updates' runs left out: read further past those. */
+      async function graphRuns(status: RunStatus | undefined): Promise<V1Run[]> {
+        for (let limit = wanted; ; ) {
+          const listed = (await services.runs.list(orgId, { thread_id: id, status }, { limit, offset: 0 }))
+            .runs as unknown as V1Run[];
+          const kept = listed.filter((run) => !isStateUpdate(run.input));
+          if (kept.length >= wanted || listed.length < limit) return kept;
+          limit += listed.length - kept.length;
+        }
+      }
+      const lists = await Promise.all(statuses.map(graphRuns));
       const runs = lists
-        .flatMap((list) => list.runs as unknown as V1Run[])
-        .filter((run) => !isStateUpdate(run.input))
+        .flat()
         .map(toLangGraphRun)
         .filter((run) => !page.status || run.status === page.status)
         .sort((a, b) => b.created_at.localeCompare(a.created_at));

@@ -95,6 +95,8 @@ def sync_part(client) -> dict:
     # The official server has no run for an update: the thread's runs are its graph's.
     runs = client.runs.list(thread)
     assert len(runs) == 1, runs
+    # A page reads on past the updates (three, the refused one too, all newer than the graph's run).
+    assert [r["run_id"] for r in client.runs.list(thread, limit=1)] == [runs[0]["run_id"]]
     return {
         "thread": thread,
         "history_next": [h["next"] for h in client.threads.get_history(thread, limit=10)],
