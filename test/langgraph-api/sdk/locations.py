@@ -111,12 +111,20 @@ async def stream_part(client) -> dict:
     events = [
         part.event
         async for part in client.runs.stream(
-            thread, GRAPH, input=QUESTION, stream_mode=["updates"], stream_resumable=True
+            thread,
+            GRAPH,
+            input=QUESTION,
+            stream_mode=["updates"],
+            stream_resumable=True,
         )
     ]
     assert events[0] == "metadata" and events.count("metadata") == 1, events
     assert "updates" in events, events
-    resumed = [line for line in recording.seen if line.endswith("/stream") and line.startswith("GET ")]
+    resumed = [
+        line
+        for line in recording.seen
+        if line.endswith("/stream") and line.startswith("GET ")
+    ]
     assert len(resumed) >= 1, recording.seen
     return {"stream_requests": recording.seen, "stream_events": events}
 

@@ -41,7 +41,10 @@ def sync_part(client) -> dict:
     new_id = written["checkpoint"]["checkpoint_id"]
     assert new_id != before["checkpoint"]["checkpoint_id"], written
     # The fields the official server sends beside it (deprecated, but read by older clients).
-    assert written["checkpoint_id"] == new_id and written["configurable"] == written["checkpoint"], written
+    assert (
+        written["checkpoint_id"] == new_id
+        and written["configurable"] == written["checkpoint"]
+    ), written
 
     after = client.threads.get_state(thread)
     check(after, schema.ThreadState)
@@ -52,7 +55,8 @@ def sync_part(client) -> dict:
     # The node still to run is still next; its interrupt will be asked again when it runs.
     assert after["next"] == ["approval"] and after["interrupts"] == [], after
     assert after["metadata"]["source"] == "update", after["metadata"]
-    assert after["metadata"].get("run_id") is None, after["metadata"]  # no run of the graph made it
+    # No run of the graph made it.
+    assert after["metadata"].get("run_id") is None, after["metadata"]
     assert (
         after["parent_checkpoint"]["checkpoint_id"]
         == before["checkpoint"]["checkpoint_id"]
@@ -96,10 +100,14 @@ def sync_part(client) -> dict:
     runs = client.runs.list(thread)
     assert len(runs) == 1, runs
     # A page reads on past the updates (three, the refused one too, all newer than the graph's run).
-    assert [r["run_id"] for r in client.runs.list(thread, limit=1)] == [runs[0]["run_id"]]
+    assert [r["run_id"] for r in client.runs.list(thread, limit=1)] == [
+        runs[0]["run_id"]
+    ]
     return {
         "thread": thread,
-        "history_next": [h["next"] for h in client.threads.get_history(thread, limit=10)],
+        "history_next": [
+            h["next"] for h in client.threads.get_history(thread, limit=10)
+        ],
     }
 
 
