@@ -1,4 +1,3 @@
-const LATDBG = process.getBuiltinModule('node:fs').existsSync('/tmp/latdbg-on');
 import type { OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { LaunchSpec, RunIdentity, TerminalRunStatus } from '../run-record/types.js';
 import type { RunTrace } from '../telemetry/tracer-types.js';
@@ -67,7 +66,6 @@ export class ActiveRun {
         this.overLimit('events');
         return;
       }
-      if (LATDBG && message.type === 'langgraph.chunk') process.getBuiltinModule('node:fs').appendFileSync('/tmp/lat.log', `${this.id} recv ${(message.data as any).mode} ${Date.now()} ${JSON.stringify((message.data as any).data?.first_token_ms ?? '')}\n`);
       this.bytes += this.log.appendFromRunner(message.type, message.data);
       if (this.bytes > this.limits.outputMb * 1024 * 1024) this.overLimit('bytes');
       return;
