@@ -66,9 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_now)
     homes = run_home.Homes()
     workerscope.install()
-    workerexec.install()
     try:
-        load, _ = preload(args, os.getcwd())
+        load, start_threads = preload(args, os.getcwd())
+        # CrewAI's event bus threads, started now outside any run: started by a run's first event, they would count
+        # as that run's (workerscope), and its cancel would reach them.
+        if start_threads is not None:
+            start_threads()
+        # After the imports and CrewAI's rehearsal, which must leave no thread behind: the pool's are kept.
+        workerexec.install()
         listener = listen(args.socket)
         concurrency = args.concurrency if args.graph else 1
         loop = WorkerLoop(listener, args.socket, secret, homes, load, concurrency, args.idle_exit, args.header_seconds)

@@ -185,3 +185,37 @@ def test_a_run_canceled_while_it_waits_for_a_place_never_starts(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_crew_runs_one_after_another_in_one_worker_each_with_its_own_events(tmp_path):
+    path = tmp_path / "w.sock"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "crewd_runner.worker", "--crew", "crews:echo_crew", "--socket", str(path)],
+        cwd=PROJECTS,
+        env=runner_env(),
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    worker.stdin.write(f"{SECRET}\n".encode())
+    worker.stdin.close()
+    try:
+        deadline = time.monotonic() + 180
+        while not path.exists():
+            assert worker.poll() is None, worker.stderr.read()
+            assert time.monotonic() < deadline, "the worker did not listen"
+            time.sleep(0.1)
+        # Asked at once: a crew runs one at a time whatever the concurrency, so the second waits for the first.
+        runs = [ask(path, f"run_{n}", {"topic": "bees"}) for n in range(2)]
+        for run in runs:
+            output, final = run.finish()
+            assert final == {"exit_code": 0}
+            events = events_of(output)
+            assert [event["data"] for event in events if event["type"] == "task.started"] == [
+                {"task": "write", "agent": "Writer"}
+            ]
+            assert events[-1]["type"] == "run.completed"
+            assert events[-1]["data"]["output"]["raw"] == "one line"
+            assert any(event["data"].get("message") == "the crew's own listener saw write" for event in events)
+    finally:
+        worker.terminate()
+        worker.wait(10)
