@@ -13,7 +13,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('key_id', 'text', (col) => col.notNull())
     .addColumn('session_id', 'text', (col) => col.notNull())
     .addColumn('request_id', 'text', (col) => col.notNull())
-    .addColumn('run_id', 'text', (col) => col.references('runs.id').onDelete('cascade'))
+    // No foreign key: checking one locks the run's row (FOR KEY SHARE) just when the run queue claims it with
+    // FOR UPDATE SKIP LOCKED, which then passes the run over until its next look (tens of milliseconds per call).
+    .addColumn('run_id', 'text')
     .addColumn('canceled_at', 'timestamptz')
     .addColumn('created_at', 'timestamptz', (col) => col.notNull().defaultTo(sql`clock_timestamp()`))
     .addPrimaryKeyConstraint('mcp_calls_pk', ['org_id', 'key_id', 'session_id', 'request_id'])

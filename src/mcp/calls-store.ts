@@ -69,14 +69,17 @@ export async function cancelCall(db: Db, caller: McpCaller, requestId: RequestId
     .onConflict((conflict) => conflict.columns(PK).doUpdateSet({ canceled_at: sql<Date>`now()` }))
     .returning('run_id')
     .executeTakeFirstOrThrow();
-  if (found.run_id === null) {
-    // Cancellations of calls that never came (or had ended): gone once they no longer count.
-    await db
-      .deleteFrom('mcp_calls')
-      .where('org_id', '=', caller.orgId)
-      .where('run_id', 'is', null)
-      .where('canceled_at', '<', sql<Date>`now() - ${PENDING_CANCEL}`)
-      .execute();
-  }
+  // Cancellations of calls that never came (or had ended) once they no longer count, and calls that an instance
+  // stopped while answering (a call waits MCP_CALL_WAIT_SECONDS at most).
+  await db
+    .deleteFrom('mcp_calls')
+    .where('org_id', '=', caller.orgId)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('run_id', 'is', null), eb('canceled_at', '<', sql<Date>`now() - ${PENDING_CANCEL}`)]),
+        eb('created_at', '<', sql<Date>`now() - interval '1 hour'`),
+      ]),
+    )
+    .execute();
   return found.run_id;
 }
