@@ -219,3 +219,36 @@ def test_crew_runs_one_after_another_in_one_worker_each_with_its_own_events(tmp_
     finally:
         worker.terminate()
         worker.wait(10)
+
+
+def test_a_worker_that_used_half_its_cpu_limit_takes_no_more_runs_and_exits(tmp_path):
+    path = tmp_path / "w.sock"
+
+    def cpu_limit():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CPU, (20, 30))
+
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "crewd_runner.worker", "--graph", "worker_graph.py:graph", "--socket", str(path)],
+        cwd=PROJECTS,
+        env=runner_env(),
+        stdin=subprocess.PIPE,
+        preexec_fn=cpu_limit,
+    )
+    worker.stdin.write(f"{SECRET}\n".encode())
+    worker.stdin.close()
+    try:
+        deadline = time.monotonic() + 120
+        while not path.exists():
+            assert worker.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        # The import took some of the 10 s; the run takes the rest and more.
+        output, final = ask(path, "run_burning", {"burn": 10}).finish()
+        assert final == {"exit_code": 0}
+        assert result_of(output)["type"] == "run.completed"
+        assert worker.wait(30) == 0
+        assert not path.exists()
+    finally:
+        if worker.poll() is None:
+            worker.kill()

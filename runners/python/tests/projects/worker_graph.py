@@ -1,6 +1,6 @@
 """For the worker's tests: reports what the run sees as its own (environment, home, output), waits on a file when
-asked (in Python, so that a cancel reaches it), blocks in C (time.sleep, which a cancel does not end), or crashes its
-process."""
+asked (in Python, so that a cancel reaches it), blocks in C (time.sleep, which a cancel does not end), burns CPU, or
+crashes its process."""
 
 import logging
 import os
@@ -15,6 +15,7 @@ class State(TypedDict, total=False):
     say: str
     wait_for: str
     block: float
+    burn: float
     crash: bool
     run_id: str
     home: str
@@ -29,6 +30,10 @@ def report(state: State):
             time.sleep(0.01)
     if state.get("block"):
         time.sleep(state["block"])
+    if state.get("burn"):
+        started = time.process_time()
+        while time.process_time() - started < state["burn"]:
+            pass
     if state.get("crash"):
         os.abort()
     if state.get("say"):
