@@ -131,10 +131,15 @@ export function findStoredAssistant(db: Db, orgId: string, id: string) {
 
 /** The deployment a `graph_id` names: its name, or its id. Two deployments of one name: 409 naming their ids. */
 export async function deploymentOfGraph(db: Db, orgId: string, graphId: string): Promise<DeploymentRef> {
-  const byId = await deployments(db, orgId).where('id', '=', graphId).executeTakeFirst();
-  if (byId) return byId;
-  const named = await deployments(db, orgId).where('name', '=', graphId).orderBy('created_at').limit(3).execute();
+  // One read for both (a run's path): the deployment of this id first, then the oldest of this name.
+  const named = await deployments(db, orgId)
+    .where((eb) => eb.or([eb('id', '=', graphId), eb('name', '=', graphId)]))
+    .orderBy((eb) => eb('id', '=', graphId), 'desc')
+    .orderBy('created_at')
+    .limit(3)
+    .execute();
   const [first, second] = named;
+  if (first?.id === graphId) return first;
   if (!first) throw notFound(`Graph ${graphId} not found: no deployment has this name or id`);
   if (second) {
     throw conflict(

@@ -66,6 +66,28 @@ describe.runIf(testPython() !== null)('LangGraph API assistants through langgrap
     expect(graph.nodes.map((node: { id: string }) => node.id)).toEqual(['__start__', 'say', '__end__']);
   });
 
+  it('takes a graph_id as a deployment id before a name, and answers 409 for a name two deployments share', async () => {
+    const twins: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const twin = await ctx.call('POST', '/v1/deployments', { body: { name: 'twin' } });
+      expect(twin.statusCode, twin.body).toBe(201);
+      twins.push(twin.json().id);
+    }
+    const shared = await ctx.call('POST', '/langgraph/assistants', { body: { graph_id: 'twin' } });
+    expect(shared.statusCode, shared.body).toBe(409);
+    expect(shared.json().detail).toBe(
+      `Graph twin names several deployments (${twins.join(', ')}): use a deployment id`,
+    );
+    // A deployment named after another's id: the id wins.
+    const namesake = await ctx.call('POST', '/v1/deployments', { body: { name: deploymentId } });
+    expect(namesake.statusCode, namesake.body).toBe(201);
+    for (const graphId of [deploymentId, twins[0] as string]) {
+      const made = await ctx.call('POST', '/langgraph/assistants', { body: { graph_id: graphId } });
+      expect(made.statusCode, made.body).toBe(200);
+      expect(made.json().graph_id).toBe(graphId === deploymentId ? 'agent' : 'twin');
+    }
+  });
+
   it("answers 404 for another organization's assistant, by its UUID or its graph_id, and 409 for its id", async () => {
     const org = await ctx.call('POST', '/v1/organizations', { body: { name: 'other' } });
     expect(org.statusCode, org.body).toBe(201);
