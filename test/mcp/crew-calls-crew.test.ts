@@ -31,27 +31,13 @@ crew = Crew(agents=[researcher], tasks=[task])
  * variables), and a model that calls the researcher's tool once, then answers with what the tool said.
  */
 const WRITER = `
-import asyncio
-import concurrent.futures
 import json
 import os
 import re
-import sys
 
 from crewai import Agent, Crew, Task
 from crewai.llms.base_llm import BaseLLM
 from crewai.mcp import MCPServerHTTP
-from crewai.tools.mcp_native_tool import MCPNativeTool
-
-
-def _call_in_a_thread_of_its_own(self, **kwargs):
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, self._run_async(**kwargs)).result()
-
-
-# CrewAI 1.15's MCP tool fails every call on Python 3.11 (docs/mcp.md#calling-crewd-from-a-crewai-crew).
-if sys.version_info < (3, 12):
-    MCPNativeTool._run = _call_in_a_thread_of_its_own
 
 
 class WriterLLM(BaseLLM):

@@ -28,6 +28,7 @@ def prepare_crew(target: object) -> Crew:
     """A Crew as given; a @CrewBase class is instantiated and asked for `.crew()`; a factory is called."""
     from crewai import Crew
 
+    internals.mend_mcp_tool_calls()
     if isinstance(target, Crew):
         return target
     if hasattr(target, "crew") and callable(target.crew) and not isinstance(target, type):
@@ -40,6 +41,7 @@ def prepare_crew(target: object) -> Crew:
 def prepare_flow(target: object) -> Flow[Any]:
     from crewai.flow.flow import Flow
 
+    internals.mend_mcp_tool_calls()
     if isinstance(target, Flow):
         return target
     if isinstance(target, type) and issubclass(target, Flow):
@@ -60,6 +62,7 @@ def warm_up() -> None:
     import crewai.events  # noqa: F401
 
     crewai_events.handlers()
+    internals.mend_mcp_tool_calls()
     for name in KICKOFF_IMPORTS:
         try:
             importlib.import_module(name)

@@ -1,17 +1,22 @@
 """The private parts of CrewAI and LangGraph the runner relies on, and the only module that touches them.
 
-CrewAI's (its event bus's threads, its telemetry singleton, a Crew's task-output store) are used only with a CrewAI of
-the versions crewd supports (KNOWN_CREWAI, as the examples' `crewai>=1.15,<2`), and only where the attribute is there.
-Outside them each use falls back to what CrewAI does by itself (no rehearsal, the event bus started by the run's first
-event, a Crew built at import keeping its store), and the fork server says so on its standard error.
+CrewAI's (its event bus's threads, its telemetry singleton, a Crew's task-output store, its MCP tool's call) are
+used only with a CrewAI of the versions crewd supports (KNOWN_CREWAI, as the examples' `crewai>=1.15,<2`), and only
+where the attribute is there. Outside them each use falls back to what CrewAI does by itself (no rehearsal, the event
+bus started by the run's first event, a Crew built at import keeping its store), and the fork server says so on its
+standard error.
 tests/test_internals.py fails when the pinned CrewAI or LangGraph no longer has one of these parts.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import functools
 import logging
 import re
+import sys
 from typing import Any
 
 _log = logging.getLogger(__name__)
@@ -22,6 +27,7 @@ KNOWN_CREWAI = ((1, 15), (2, 0))
 BUS_ATTRIBUTES = ("_executor_initialized", "_ensure_executor_initialized", "_loop", "_loop_thread", "_sync_executor")
 TELEMETRY_ATTRIBUTE = "_instance"
 CREW_STORE_ATTRIBUTE = "_task_output_handler"
+MCP_TOOL_ATTRIBUTES = ("_run", "_run_async")
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -128,6 +134,36 @@ def renew_task_output_store(crew: object) -> None:
     handler = getattr(crew, CREW_STORE_ATTRIBUTE, None)
     if handler is not None and crewai_known():
         setattr(crew, CREW_STORE_ATTRIBUTE, type(handler)())
+
+
+@functools.cache
+def mend_mcp_tool_calls() -> bool:
+    """Whether CrewAI's MCP tool (an agent's `mcps=[...]`) now makes each call in a thread of its own.
+
+    On Python 3.11, CrewAI 1.15's MCPNativeTool fails every call made where no event loop runs (`Error during MCP
+    client disconnect: no running event loop`): it opens the MCP client inside `asyncio.wait_for`, which on 3.11 runs
+    it as a task of its own, and the client's close then fails the call. The call succeeds when its coroutine runs on
+    a loop in a thread of its own, as CrewAI itself does when a loop already runs; 3.12 needs no mending.
+    """
+    if sys.version_info >= (3, 12) or not crewai_known():
+        return False
+    try:
+        from crewai.tools.mcp_native_tool import MCPNativeTool
+    except ImportError:
+        return False
+    if not _has(MCPNativeTool, MCP_TOOL_ATTRIBUTES):
+        return False
+
+    def call_in_a_thread_of_its_own(self: Any, **kwargs: Any) -> Any:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            try:
+                call = self._run_async(**kwargs)
+                return pool.submit(contextvars.copy_context().run, asyncio.run, call).result()
+            except Exception as error:
+                raise RuntimeError(f"Error executing MCP tool {self.original_tool_name}: {error!s}") from error
+
+    MCPNativeTool._run = call_in_a_thread_of_its_own  # type: ignore[method-assign]
+    return True
 
 
 def langgraph_safe_msgpack() -> tuple[frozenset[tuple[str, ...]], frozenset[tuple[str, ...]]]:
