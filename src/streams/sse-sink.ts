@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { LiveEvent } from '../events/types.js';
-import { type PacedSink, queueForWrite, writeNowAllowed } from './socket-writer.js';
+import { type PacedSink, queueForWrite } from './socket-writer.js';
 import { MAX_CLIENT_BACKLOG_BYTES, type StreamSink } from './stream-sink.js';
 
 /** How long a closing stream waits for a lagging client to take its last messages. */
@@ -203,20 +203,8 @@ export function createSseSink(
     }
     queue.push(chunk);
     queuedBytes += chunk.length;
-    if (!flushPending && queue.length === 1 && !needsDrain() && writeNowAllowed()) writeNow();
-    else requestFlush();
+    requestFlush();
     return true;
-  }
-
-  /**
-   * The one queued frame, written at once (a quiet stream's next event); whatever follows before
-   * the next turn queues behind the flush requested here and leaves together in that turn.
-   */
-  function writeNow(): void {
-    writeQueued(Number.POSITIVE_INFINITY);
-    flushPending = true;
-    if (needsDrain()) waitForDrain();
-    else queueForWrite(paced);
   }
 
   const backlogged = () => state === 'open' && (queuedBytes >= REPLAY_QUEUE_BYTES || needsDrain());
