@@ -8,7 +8,6 @@ import os
 import selectors
 import signal
 import socket
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,8 +15,8 @@ from types import FrameType
 
 from . import cli, hot_pages, run_home
 from .forkchild import Closable, run_child, wait_as_spare
-from .forkmessages import Exited, Final, Handover, Learned, Refused, RunRequest, parse
-from .forkwire import NotCrewd, check_peer, exit_message, forward_signal, kill_group, receive_request, send_final
+from .forkmessages import Exited, Final, Handover, Learned, RunRequest, parse
+from .forkwire import admit, exit_message, forward_signal, kill_group, send_final
 from .hot_pages import Ranges
 
 # How often a server checks that its socket file is still there: crewd removes it to retire the server.
@@ -161,18 +160,10 @@ class ForkServer:
                 self._from_client(pid)
 
     def _accept(self) -> None:
-        connection, _ = self._listener.accept()
-        try:
-            check_peer(connection)
-            request, line, rest = receive_request(connection, self._header_seconds, self._secret)
-        except NotCrewd as refused:
-            print(f"crewd fork server: a connection was refused and closed: {refused}", file=sys.stderr, flush=True)
-            connection.close()
+        admitted = admit(self._listener, self._header_seconds, self._secret, "crewd fork server")
+        if admitted is None:
             return
-        except (OSError, ValueError) as error:
-            send_final(connection, Refused(str(error)))
-            connection.close()
-            return
+        connection, request, line, rest = admitted
         self._last_run = time.monotonic()
         home = self._homes.for_run()
         spare = self._hand_to_spare(connection, line, home)

@@ -9,9 +9,10 @@ import os
 import signal
 import socket
 import struct
+import sys
 from typing import TextIO
 
-from .forkmessages import Exited, Final, RunRequest, Signal, parse
+from .forkmessages import Exited, Final, Refused, RunRequest, Signal, parse
 
 # The header carries the run's input, thread values and checkpoint.
 HEADER_LIMIT = 256 << 20
@@ -56,6 +57,27 @@ def receive_request(connection: socket.socket, seconds: float, secret: bytes) ->
         raise ValueError(f"the request header did not come within {seconds:g} seconds") from None
     finally:
         connection.settimeout(None)
+
+
+def admit(
+    listener: socket.socket, seconds: float, secret: bytes, who: str
+) -> tuple[socket.socket, RunRequest, bytes, bytes] | None:
+    """The next connection with its request, header line and what came after it; None for one that was turned away.
+    One that did not prove it is crewd's is closed without an answer (`who` names the server on its standard error);
+    one whose request is bad is told why, then closed."""
+    connection, _ = listener.accept()
+    try:
+        check_peer(connection)
+        request, line, rest = receive_request(connection, seconds, secret)
+    except NotCrewd as refused:
+        print(f"{who}: a connection was refused and closed: {refused}", file=sys.__stderr__, flush=True)
+        connection.close()
+        return None
+    except (OSError, ValueError) as error:
+        send_final(connection, Refused(str(error)))
+        connection.close()
+        return None
+    return connection, request, line, rest
 
 
 def _read_request(connection: socket.socket, secret: bytes) -> tuple[RunRequest, bytes, bytes]:

@@ -16,8 +16,8 @@ from types import FrameType
 
 from . import cli, run_home
 from .forkloop import SOCKET_CHECK_SECONDS, file_id
-from .forkmessages import Exited, Refused, Signal, parse
-from .forkwire import SIGNALS_FROM_CLIENTS, NotCrewd, check_peer, receive_request, send_final
+from .forkmessages import Exited, Signal, parse
+from .forkwire import SIGNALS_FROM_CLIENTS, admit, send_final
 from .workerrun import WorkerRun
 
 
@@ -134,18 +134,10 @@ class WorkerLoop:
                 self._from_client(run)
 
     def _accept(self) -> None:
-        connection, _ = self._listener.accept()
-        try:
-            check_peer(connection)
-            request, _, rest = receive_request(connection, self._header_seconds, self._secret)
-        except NotCrewd as refused:
-            print(f"crewd worker: a connection was refused and closed: {refused}", file=sys.__stderr__, flush=True)
-            connection.close()
+        admitted = admit(self._listener, self._header_seconds, self._secret, "crewd worker")
+        if admitted is None:
             return
-        except (OSError, ValueError) as error:
-            send_final(connection, Refused(str(error)))
-            connection.close()
-            return
+        connection, request, _, rest = admitted
         stopped = _stop_signal(rest)
         if stopped is not None:
             # Canceled while it waited for a free place: it never starts (a SIGKILL among these lines is no stuck run).
