@@ -6,6 +6,7 @@ import { RunEventLog } from '../../src/execution/event-log.js';
 import { DEFAULT_RUN_LIMITS } from '../../src/execution/limits.js';
 import type { RunnerMessage } from '../../src/execution/protocol.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { commandLaunch, runOfOrgA } from './helpers.js';
 
 /** A run's events against RUN_MAX_EVENTS: the log counts them, the run fails past the limit. */
 describe("a run's event limit", () => {
@@ -20,27 +21,7 @@ describe("a run's event limit", () => {
   /** A run allowed two events, with its log as active-runs.ts makes it (the log drops nothing itself). */
   function runOfTwoEvents(id: string) {
     const log = new RunEventLog(id, 0, database.handle.db, createLocalEventBus(), pino({ level: 'silent' }), null);
-    const run = new ActiveRun(
-      {
-        run: { id, org_id: 'org_a', deployment_id: 'dep_a', version_id: 'ver_a', thread_id: null },
-        input: {},
-        version: {
-          command: ['true'],
-          cwd: null,
-          env: {},
-          timeout_seconds: null,
-          source: 'command',
-          status: 'ready',
-          bundle_sha256: null,
-          variables: null,
-        },
-        thread: null,
-        command: null,
-      },
-      log,
-      60_000,
-      { ...DEFAULT_RUN_LIMITS, events: 2 },
-    );
+    const run = new ActiveRun(commandLaunch(runOfOrgA(id)), log, 60_000, { ...DEFAULT_RUN_LIMITS, events: 2 });
     return { log, run };
   }
   const event = (n: number): RunnerMessage => ({ kind: 'event', type: 'log', data: { n } });

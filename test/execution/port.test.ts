@@ -11,6 +11,7 @@ import { testConfig } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { until } from '../helpers/poll.js';
 import { crew, FAST_TIMINGS } from '../runs/helpers.js';
+import { commandLaunch } from './helpers.js';
 
 /**
  * The executor's port as the APIs over runs use it, on a real database and real runner processes,
@@ -110,22 +111,11 @@ describe('the executor port', () => {
     });
   }
 
-  const spec = (id: string): LaunchSpec => ({
-    run: { id, org_id: DEFAULT_ORG_ID, deployment_id: version.deploymentId, version_id: version.id, thread_id: null },
-    input: {},
-    version: {
-      command: crew('slow.mjs'),
-      cwd: null,
-      env: {},
-      timeout_seconds: null,
-      source: 'command',
-      status: 'ready',
-      bundle_sha256: null,
-      variables: null,
-    },
-    thread: null,
-    command: null,
-  });
+  const spec = (id: string): LaunchSpec =>
+    commandLaunch(
+      { id, org_id: DEFAULT_ORG_ID, deployment_id: version.deploymentId, version_id: version.id, thread_id: null },
+      crew('slow.mjs'),
+    );
 
   it("resolves a cancel once the run's end is committed, even one asked between the commit and the launch", async () => {
     const { id } = run();

@@ -7,6 +7,7 @@ import { RunEventLog } from '../../src/execution/event-log.js';
 import { DEFAULT_RUN_LIMITS } from '../../src/execution/limits.js';
 import { RunningRuns } from '../../src/execution/running-runs.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { commandLaunch, runOfOrgA } from './helpers.js';
 
 /** What a new stream of a run learns from the run feed: the bus itself answers no live state. */
 describe('the runs going on here, as streams of runs see them', () => {
@@ -21,27 +22,7 @@ describe('the runs going on here, as streams of runs see them', () => {
   function runningRun(id: string) {
     const bus = createLocalEventBus();
     const log = new RunEventLog(id, 0, database.handle.db, bus, pino({ level: 'silent' }));
-    const run = new ActiveRun(
-      {
-        run: { id, org_id: 'org_a', deployment_id: 'dep_a', version_id: 'ver_a', thread_id: null },
-        input: {},
-        version: {
-          command: ['true'],
-          cwd: null,
-          env: {},
-          timeout_seconds: null,
-          source: 'command',
-          status: 'ready',
-          bundle_sha256: null,
-          variables: null,
-        },
-        thread: null,
-        command: null,
-      },
-      log,
-      1000,
-      DEFAULT_RUN_LIMITS,
-    );
+    const run = new ActiveRun(commandLaunch(runOfOrgA(id)), log, 1000, DEFAULT_RUN_LIMITS);
     const running = new RunningRuns();
     running.add(run);
     return { bus, log, running };
