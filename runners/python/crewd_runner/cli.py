@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from . import loader
+from . import loader, store_channel
 from .capture import OutputCapture
 from .outcome import Outcome
 from .protocol import Emitter, Request
@@ -34,8 +34,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def read_request(stream: TextIO) -> Request:
-    text = stream.read()
-    request = json.loads(text) if text.strip() else {}
+    """The request: crewd writes it as one line, and may keep standard input open after it for answers (store_channel);
+    a request of several lines (written by hand) is read to the end of the input."""
+    text = stream.readline()
+    try:
+        request = json.loads(text)
+    except ValueError:
+        text += stream.read()
+        request = json.loads(text) if text.strip() else {}
     if not isinstance(request, dict):
         raise ValueError("Standard input must be one JSON object")
     return request
@@ -86,10 +92,15 @@ def failure(error: BaseException, emitter: Emitter) -> Outcome:
     return Outcome("run.failed", {"error": f"{type(error).__name__}: {message}" if message else type(error).__name__})
 
 
-def run(load: Load, stdin: TextIO, emitter: Emitter) -> Outcome:
-    """The run's outcome; any error, the crew's import included, fails the run instead of the process."""
+def run(load: Load, stdin: TextIO, emitter: Emitter, answer_lines: TextIO | None = None) -> Outcome:
+    """The run's outcome; any error, the crew's import included, fails the run instead of the process. `answer_lines`:
+    where crewd's answers to the run's calls come (store_channel), once the request is read."""
     try:
         request = take_stream_request(read_request(stdin))
+        if answer_lines is not None:
+            answers = store_channel.Answers()
+            store_channel.read_answers(answer_lines, answers)
+            store_channel.current.set(answers)
         run_entry, target = load()
         return run_entry(target, request, emitter)
     except (Exception, SystemExit) as error:  # noqa: BLE001 (reported: the run fails with it)
@@ -98,12 +109,15 @@ def run(load: Load, stdin: TextIO, emitter: Emitter) -> Outcome:
 
 def run_over_protocol(load: Load, stdin: TextIO | None = None) -> int:
     """One run with the crew's own output turned into `log` events; the result line is written last. The request is
-    read from `stdin` (standard input unless given)."""
+    read from `stdin` (standard input unless given); crewd's answers come on standard input after it (a fork server's
+    child gets them there from its server)."""
     emitter = Emitter(os.dup(1))
     capture = OutputCapture(emitter)
     capture.start()
+    # Standard input, whatever the crew's code makes of sys.stdin.
+    answer_lines = sys.stdin if stdin is None else open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
     try:
-        outcome = run(load, sys.stdin if stdin is None else stdin, emitter)
+        outcome = run(load, sys.stdin if stdin is None else stdin, emitter, answer_lines)
     finally:
         capture.stop()
     emitter.emit(outcome.event_type, outcome.data)

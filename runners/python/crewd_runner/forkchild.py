@@ -119,7 +119,7 @@ def wait_as_spare(
 
 def take_run(control: socket.socket, load: cli.Load, regions: Regions, enter_home: EnterHome) -> int:
     """The spare's run, once the server hands it over, and its report; the exit code (0: retired without a run)."""
-    data, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
+    data, fds, _, _ = socket.recv_fds(control, 1 << 20, 2)
     if not fds:
         return 0
     chunks = [data]
@@ -130,7 +130,9 @@ def take_run(control: socket.socket, load: cli.Load, regions: Regions, enter_hom
     if not isinstance(handover, Handover):
         raise ValueError(f"the fork server's handover is not one: {first[:200]!r}")
     connection = fds[0]
-    descriptors = [os.open(os.devnull, os.O_RDONLY), connection, os.dup(connection)]
+    # Its standard input: crewd's answers to its calls, which the server passes on.
+    answers = fds[1] if len(fds) > 1 else os.open(os.devnull, os.O_RDONLY)
+    descriptors = [answers, connection, os.dup(connection)]
     code = run_request(RunRequest.from_header(json.loads(line)), descriptors, handover.home, load, enter_home)
     report_end(control, code, regions if handover.learn else None)
     return code

@@ -4,6 +4,7 @@ forwards crewd's signal lines, reads the spares' reports, reaps children and sen
 
 from __future__ import annotations
 
+import io
 import os
 import selectors
 import signal
@@ -16,13 +17,15 @@ from types import FrameType
 from . import cli, hot_pages, run_home
 from .forkchild import Closable, run_child, wait_as_spare
 from .forkmessages import Exited, Final, Handover, Learned, RunRequest, parse
-from .forkwire import admit, exit_message, forward_signal, kill_group, send_final
+from .forkwire import admit, exit_message, forward_signal, is_answer, kill_group, send_final
 from .hot_pages import Ranges
 
 # How often a server checks that its socket file is still there: crewd removes it to retire the server.
 SOCKET_CHECK_SECONDS = 2.0
 # Which runs report the pages they wrote (hot_pages): the first a spare takes, then one in this many.
 LEARN_EVERY = 32
+# crewd's answers a run's standard input holds at most while the run does not read them.
+MAX_OUTGOING_ANSWERS = 32 << 20
 # A child's report line at most: the pages it wrote (hot_pages.MAX_RANGES ranges, in base64) and a little JSON.
 REPORT_LINE_LIMIT = 1 << 20
 
@@ -48,7 +51,12 @@ class ReportsOf:
     pid: int
 
 
-Ready = Listener | WakeUp | ClientOf | ReportsOf
+@dataclass(frozen=True)
+class AnswersTo:
+    pid: int
+
+
+Ready = Listener | WakeUp | ClientOf | ReportsOf | AnswersTo
 WarmUp = Callable[[], None] | None
 
 
@@ -60,7 +68,10 @@ class Child:
     connection: socket.socket
     home: str
     control: socket.socket | None = None
-    pending: bytes = b""
+    # The run's standard input, where crewd's answers to its calls go (store_channel), and what of them is not yet in.
+    answers: io.FileIO | None = None
+    outgoing: bytes = b""
+    pending: bytearray = field(default_factory=bytearray)
     reported: bytes = b""
     reading_reports: bool = field(init=False)
     finished: bool = False
@@ -158,6 +169,8 @@ class ForkServer:
                 self._from_child(pid)
             case ClientOf(pid):
                 self._from_client(pid)
+            case AnswersTo(pid):
+                self._flush_answers(pid)
 
     def _accept(self) -> None:
         admitted = admit(self._listener, self._header_seconds, self._secret, "crewd fork server")
@@ -166,9 +179,13 @@ class ForkServer:
         connection, request, line, rest = admitted
         self._last_run = time.monotonic()
         home = self._homes.for_run()
-        spare = self._hand_to_spare(connection, line, home)
-        pid = spare[0] if spare else self._fork_for(connection, request, home)
-        self._children[pid] = Child(connection, home, spare[1] if spare else None)
+        answers_in, answers_out = os.pipe()
+        os.set_blocking(answers_out, False)
+        answers = io.FileIO(answers_out, "wb")
+        spare = self._hand_to_spare(connection, line, home, answers_in)
+        pid = spare[0] if spare else self._fork_for(connection, request, home, answers_in)
+        os.close(answers_in)
+        self._children[pid] = Child(connection, home, spare[1] if spare else None, answers)
         self._selector.register(connection, selectors.EVENT_READ, ClientOf(pid))
         if spare:
             self._selector.register(spare[1], selectors.EVENT_READ, ReportsOf(pid))
@@ -177,9 +194,9 @@ class ForkServer:
         # The next run's child is forked while this one runs, so that it is ready when that run comes.
         self.make_spare()
 
-    def _fork_for(self, connection: socket.socket, request: RunRequest, home: str) -> int:
-        # The child's standard input, output and error: the request is in the header, its output goes to crewd.
-        fds = [os.open(os.devnull, os.O_RDONLY), os.dup(connection.fileno()), os.dup(connection.fileno())]
+    def _fork_for(self, connection: socket.socket, request: RunRequest, home: str, answers_in: int) -> int:
+        # The child's standard input (crewd's answers; the request is in the header), output and error (to crewd).
+        fds = [os.dup(answers_in), os.dup(connection.fileno()), os.dup(connection.fileno())]
         pid = os.fork()
         if pid == 0:
             run_child(request, fds, home, self._load, [connection, *self._sockets()], self._enter_home)
@@ -190,7 +207,12 @@ class ForkServer:
     def _sockets(self) -> list[Closable]:
         """What a child must not keep: the server's own sockets and the other runs' connections."""
         spare = [self._spare[1]] if self._spare else []
-        others = [sock for child in self._children.values() for sock in (child.connection, child.control) if sock]
+        others = [
+            sock
+            for child in self._children.values()
+            for sock in (child.connection, child.control, child.answers)
+            if sock
+        ]
         return [self._selector, self._listener, self._wake_read, self._wake_write, *spare, *others]
 
     def make_spare(self) -> None:
@@ -211,7 +233,9 @@ class ForkServer:
         """In a child: the paths of the server's home that the imports kept now point into the run's `home`."""
         run_home.move_kept_paths(self._kept_paths, self._homes.server, home)
 
-    def _hand_to_spare(self, connection: socket.socket, line: bytes, home: str) -> tuple[int, socket.socket] | None:
+    def _hand_to_spare(
+        self, connection: socket.socket, line: bytes, home: str, answers_in: int
+    ) -> tuple[int, socket.socket] | None:
         """(pid, control socket) of the spare once it took the run, or None (no spare, or it died)."""
         if not self._spare:
             return None
@@ -219,7 +243,7 @@ class ForkServer:
         self._spare = None
         handover = Handover(home, learn=self._spares_taken % LEARN_EVERY == 0)
         try:
-            socket.send_fds(control, [handover.encode()], [connection.fileno()])
+            socket.send_fds(control, [handover.encode()], [connection.fileno(), answers_in])
             control.sendall(line)
             control.shutdown(socket.SHUT_WR)
         except OSError:
@@ -264,6 +288,7 @@ class ForkServer:
         child.finished = True
         kill_group(pid, signal.SIGKILL)
         self._selector.unregister(child.connection)
+        self._close_answers(child)
         send_final(child.connection, final)
         child.connection.close()
         run_home.remove_home(child.home)
@@ -320,7 +345,7 @@ class ForkServer:
         child = self._children.get(pid)
         if child is None:
             return  # reaped earlier in the same round
-        data = child.connection.recv(4096)
+        data = child.connection.recv(1 << 16)
         if not data:
             # The client is gone (killed): no run may outlive it.
             kill_group(pid, signal.SIGKILL)
@@ -330,9 +355,51 @@ class ForkServer:
     def _received(self, pid: int, data: bytes) -> None:
         child = self._children[pid]
         child.pending += data
-        *lines, child.pending = child.pending.split(b"\n")
+        if b"\n" not in data:
+            return  # an answer may come in many pieces: split once its line is whole
+        *lines, rest = bytes(child.pending).split(b"\n")
+        child.pending = bytearray(rest)
         for line in lines:
-            forward_signal(pid, line)
+            if is_answer(line):
+                self._answer(pid, child, line)
+            else:
+                forward_signal(pid, line)
+
+    def _answer(self, pid: int, child: Child, line: bytes) -> None:
+        """crewd's answer to one of the run's calls, for its standard input. A run that does not read its answers
+        loses those past MAX_OUTGOING_ANSWERS, whole, and never stops the server's loop."""
+        if child.answers is None or len(child.outgoing) + len(line) + 1 > MAX_OUTGOING_ANSWERS:
+            return
+        child.outgoing += line + b"\n"
+        self._flush_answers(pid)
+
+    def _flush_answers(self, pid: int) -> None:
+        child = self._children.get(pid)
+        if child is None or child.answers is None:
+            return
+        waiting_before = bool(child.outgoing)
+        try:
+            while child.outgoing:
+                written = child.answers.write(child.outgoing)
+                if not written:
+                    break  # the pipe is full: the rest goes once it is writable
+                child.outgoing = child.outgoing[written:]
+        except OSError:
+            self._close_answers(child)  # the child closed its standard input: no answer reaches it any more
+            return
+        if child.outgoing and not waiting_before:
+            self._selector.register(child.answers, selectors.EVENT_WRITE, AnswersTo(pid))
+        elif not child.outgoing and waiting_before:
+            self._selector.unregister(child.answers)
+
+    def _close_answers(self, child: Child) -> None:
+        if child.answers is None:
+            return
+        if child.outgoing:
+            self._selector.unregister(child.answers)
+        child.answers.close()
+        child.answers = None
+        child.outgoing = b""
 
 
 def _wake_only(_signum: int, _frame: FrameType | None) -> None:

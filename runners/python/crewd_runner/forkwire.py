@@ -125,6 +125,11 @@ def forward_signal(pid: int, line: bytes) -> None:
         kill_group(pid, message.signum)
 
 
+def is_answer(line: bytes) -> bool:
+    """crewd's answer to a run's call (`{"answer": …}`, store_channel), which goes to the run, not to the server."""
+    return line.startswith(b'{"answer":')
+
+
 def kill_group(pid: int, signum: int) -> None:
     """The group is gone already (its run ended), or is no longer this user's: nothing is left to signal."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

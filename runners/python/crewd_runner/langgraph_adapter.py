@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from . import langgraph_checkpoint
+from . import langgraph_checkpoint, store_channel
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
 from .protocol import Emitter, EventSink, Request
@@ -50,8 +50,13 @@ def run_graph(target: object, request: Request, emitter: Emitter) -> Outcome:
     from langgraph.checkpoint.memory import InMemorySaver
 
     saver = InMemorySaver()
-    # The run's own saver, whatever the graph was compiled with: the thread's state lives in crewd.
-    graph = prepare_graph(target).copy(update={"checkpointer": saver})
+    graph = prepare_graph(target)
+    # The run's own saver, whatever the graph was compiled with: the thread's state lives in crewd. crewd's store
+    # where the graph was compiled without one, as LangGraph's own server gives it.
+    own: dict[str, Any] = {"checkpointer": saver}
+    if getattr(graph, "store", None) is None:
+        own["store"] = run_store(emitter)
+    graph = graph.copy(update=own)
     thread = request.get("thread")
     thread_id = thread["thread_id"] if thread else request.get("run_id") or "run"
     if thread:
@@ -67,6 +72,17 @@ def run_graph(target: object, request: Request, emitter: Emitter) -> Outcome:
         return asyncio.run(_update_state(graph, config, saver, update))
     graph_input = _graph_input(request, streamed)
     return asyncio.run(_stream(graph, graph_input, config, emitter, saver, thread is not None, streamed))
+
+
+def run_store(emitter: EventSink) -> Any:
+    """crewd's store for this run: its calls go out as the run's lines, their answers come on the run's channel."""
+    from .crewd_store import CrewdStore
+
+    answers = store_channel.current.get()
+    if answers is None:
+        answers = store_channel.Answers()
+        answers.close()
+    return CrewdStore(lambda fields: answers.call(emitter, fields))
 
 
 def state_update(request: Request) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ from types import FrameType
 from . import cli, run_home
 from .forkloop import SOCKET_CHECK_SECONDS, file_id
 from .forkmessages import Exited, Signal, parse
-from .forkwire import SIGNALS_FROM_CLIENTS, admit, send_final
+from .forkwire import SIGNALS_FROM_CLIENTS, admit, is_answer, send_final
 from .workerrun import WorkerRun
 
 
@@ -189,7 +189,7 @@ class WorkerLoop:
 
     def _from_client(self, run: WorkerRun) -> None:
         try:
-            data = run.connection.recv(4096)
+            data = run.connection.recv(1 << 16)
         except OSError:
             data = b""
         if not data:
@@ -201,8 +201,14 @@ class WorkerLoop:
 
     def _received(self, run: WorkerRun, data: bytes) -> None:
         run.pending += data
-        *lines, run.pending = run.pending.split(b"\n")
+        if b"\n" not in data:
+            return  # an answer may come in many pieces: split once its line is whole
+        *lines, rest = bytes(run.pending).split(b"\n")
+        run.pending = bytearray(rest)
         for line in lines:
+            if is_answer(line):
+                run.answers.deliver(line)
+                continue
             message = parse(line)
             if not isinstance(message, Signal) or message.signum not in SIGNALS_FROM_CLIENTS:
                 continue

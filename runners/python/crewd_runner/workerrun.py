@@ -11,7 +11,7 @@ import socket
 import threading
 from collections.abc import Callable
 
-from . import cli, run_home
+from . import cli, run_home, store_channel
 from .forkmessages import Exited, Final, RunRequest, Signal
 from .protocol import Emitter
 from .workerscope import RunScope, current, raise_in
@@ -41,7 +41,9 @@ class WorkerRun:
         self.request = request
         self.run_id = run_id_of(request.stdin)
         self.home = home
-        self.pending = b""  # what crewd sent after the header, up to a whole line
+        self.pending = bytearray()  # what crewd sent after the header, up to a whole line
+        # crewd's answers to the run's calls, which the worker's loop delivers (store_channel).
+        self.answers = store_channel.Answers()
         self.final: Final | None = None
         self._load = load
         self._done = done
@@ -58,6 +60,7 @@ class WorkerRun:
         self._scope = scope
         context = contextvars.copy_context()
         context.run(current.set, scope)
+        context.run(store_channel.current.set, self.answers)
         thread = threading.Thread(
             target=context.run, args=(self._run_in, scope), name=f"crewd run {self.run_id}", daemon=True
         )
@@ -86,6 +89,7 @@ class WorkerRun:
         finally:
             if self.final is None:
                 self.final = Signal(self._canceled_by or 15)
+            self.answers.close()
             self._emitter.close()
             self._done()
 
