@@ -23,6 +23,7 @@ import type { ProcessLauncher } from './execution/launcher.js';
 import { Peers } from './execution/peers.js';
 import { sandboxedLauncher } from './execution/sandboxed-launcher.js';
 import { createSpawner } from './execution/spawner.js';
+import { answerStoreCall } from './langgraph-api/store-calls.js';
 import { createMetrics } from './metrics/registry.js';
 import { createEndRecorder } from './run-record/end-recorder.js';
 import type { RunObserver } from './run-record/observer.js';
@@ -250,6 +251,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     prepareVersion: builds.prepareVersion,
     usage: telemetry.usageWriter,
     tracer: telemetry.tracer,
+    callHandler: (orgId, fields) => answerStoreCall(db, orgId, fields),
     // The servers' children are runs: they stop after them.
     afterRunsStopped: () => forkServers.stop(),
   });

@@ -7,6 +7,7 @@ import { SERVER_ENDED } from './fork-server-launcher.js';
 import { limitHit, outputLimitError, type RunLimits } from './limits.js';
 import type { ProcessExit, RunnerProcess } from './process-runner.js';
 import type { RunnerMessage, RunnerResult } from './protocol.js';
+import type { RunCalls } from './run-calls.js';
 
 /** What the runner said of its end, first word wins: its result, its failure, or a result crewd refused. */
 type RunnerReport =
@@ -55,9 +56,16 @@ export class ActiveRun {
     this.identity = { deploymentId: spec.run.deployment_id, threadId: spec.run.thread_id };
   }
 
+  /** The run's calls (`store.call`), answered on its channel while it runs; null when nothing answers them. */
+  calls: RunCalls | null = null;
+
   /** A line of the runner's output, parsed. */
   onMessage(message: RunnerMessage): void {
     if (this.ending) return;
+    if (message.kind === 'call') {
+      this.calls?.take(message.data);
+      return;
+    }
     if (message.kind === 'event') {
       if (message.llmCall) this.usage.add(message.llmCall);
       if (this.outputLimit) return;

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
@@ -17,6 +18,7 @@ import type { ProcessLauncher } from './launcher.js';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './limits.js';
 import { type ProcessExit, startRunnerProcess } from './process-runner.js';
 import { missingProgram } from './program-check.js';
+import { type CallHandler, RunCalls } from './run-calls.js';
 import { prepareRunFolder, removeScratchFolder, runnerEnvironment } from './run-setup.js';
 import { RunningRuns } from './running-runs.js';
 
@@ -78,6 +80,23 @@ export interface ActiveRunsOptions {
   usage?: UsageWriter | undefined;
   /** Set when tracing is configured: each run's trace, exported at its end (src/telemetry). */
   tracer?: RunTracer | undefined;
+  /** Answers runs' `store.call` lines for their organization (run-calls.ts); without it they go unanswered. */
+  callHandler?: CallHandler | undefined;
+}
+
+/**
+ * crewd's Python runner for a LangGraph graph (`python -m crewd_runner --graph …`, any python): it reads one line of
+ * request and takes answers to its store calls after it. Other runners read their input to its end, so their
+ * standard input closes after the request (docs/runner-protocol.md).
+ */
+export function takesAnswers(command: readonly string[]): boolean {
+  const [program, flag, module] = command;
+  return (
+    /^python[0-9.]*$/.test(path.basename(program ?? '')) &&
+    flag === '-m' &&
+    module === 'crewd_runner' &&
+    command.includes('--graph')
+  );
 }
 
 /**
@@ -100,6 +119,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       return 'lost';
     }
     run.ending = true;
+    run.calls?.close();
     run.endedAs = outcome.status;
     run.finished = record(run, outcome);
     return run.finished;
@@ -164,13 +184,22 @@ export function createActiveRuns(options: ActiveRunsOptions) {
     const missing = missingProgram(place.command, cwd, env.PATH ?? '');
     if (missing) return { exited: Promise.resolve({ kind: 'spawn_failed', error: missing }) };
     const launcher = place.forkSocket ? forkServerFirst(place.forkSocket, options.launcher) : options.launcher;
+    const answers = takesAnswers(place.command);
+    const request = JSON.stringify({
+      run_id: spec.run.id,
+      input: spec.input,
+      thread: spec.thread,
+      command: spec.command,
+    });
     const proc = startRunnerProcess(
       launcher,
       {
         command: place.command,
         cwd,
         env,
-        stdin: JSON.stringify({ run_id: spec.run.id, input: spec.input, thread: spec.thread, command: spec.command }),
+        // A runner that takes answers reads one line of request, then its answers, on standard input.
+        stdin: answers ? `${request}\n` : request,
+        keepStdinOpen: answers,
         // Only a scratch folder is writable: a version's own cwd may lie anywhere, DATA_DIR included.
         confinement: { writable: place.scratch ? [cwd] : [], readOnly: place.readOnly },
       },
@@ -184,6 +213,10 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       },
     );
     run.process = proc;
+    if (options.callHandler) {
+      // The run's own organization: a line never names the one its call reaches.
+      run.calls = new RunCalls(spec.run.org_id, options.callHandler, (line) => proc.answer(line), logger);
+    }
     if (await proc.started) {
       options.observer?.runStarted?.();
       run.log.append('run.started', { entrypoint: spec.version.command.join(' ') });
@@ -270,6 +303,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         const run = running.get(runId);
         if (!run || run.ending) continue;
         run.ending = true;
+        run.calls?.close();
         run.finished = run.log.close().then(() => 'lost' as const);
         await run.finished;
         void run.process?.terminate();

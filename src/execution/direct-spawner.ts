@@ -33,10 +33,14 @@ export function createDirectSpawner(): ProcessLauncher {
           const pid = child.pid as number;
           live.add(pid);
           child.stdin.on('error', () => {});
-          const sendStdin = (text: string) => child.stdin.end(text);
-          if (request.stdin !== null) sendStdin(request.stdin);
+          const sendStdin = (text: string, keepOpen?: boolean) =>
+            keepOpen ? child.stdin.write(text) : child.stdin.end(text);
+          if (request.stdin !== null) sendStdin(request.stdin, request.keepStdinOpen);
+          const answer = (line: string) => {
+            if (child.stdin.writable) child.stdin.write(`${line}\n`);
+          };
           const endGroup = (graceMs: number) => terminateGroup(pid, graceMs);
-          resolveStart({ pid, stdout: child.stdout, stderr: child.stderr, sendStdin, exit, endGroup });
+          resolveStart({ pid, stdout: child.stdout, stderr: child.stderr, sendStdin, answer, exit, endGroup });
         });
       });
     },

@@ -16,6 +16,7 @@ import type { ProcessLauncher } from './launcher.js';
 import type { RunLimits } from './limits.js';
 import type { Peers } from './peers.js';
 import { createRunPort } from './port.js';
+import type { CallHandler } from './run-calls.js';
 import { createRunQueue, type ThreadStateLoader } from './run-queue.js';
 
 export interface ExecutorOptions {
@@ -51,6 +52,8 @@ export interface ExecutorOptions {
   usage?: UsageWriter | undefined;
   /** Each run's trace, when tracing is configured (src/telemetry). */
   tracer?: RunTracer | undefined;
+  /** Answers runs' `store.call` lines for their organization (src/langgraph-api/store-calls.ts). */
+  callHandler?: CallHandler | undefined;
   /** At shutdown, once no run is left and before the launcher stops (the Python fork servers stop here). */
   afterRunsStopped?: (() => Promise<void>) | undefined;
 }

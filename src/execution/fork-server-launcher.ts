@@ -112,6 +112,10 @@ export function launchInForkServer(server: ForkServerAddress, request: LaunchReq
         },
         exit,
         endGroup,
+        // The server hands the line to the run's child (its standard input) or, in a worker, to the run's thread.
+        answer: (line) => {
+          if (!socket.destroyed) socket.write(`${line}\n`);
+        },
       });
     });
   });

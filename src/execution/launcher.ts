@@ -9,6 +9,11 @@ export interface LaunchRequest {
   env: Record<string, string>;
   /** Written to standard input, which is then closed; null leaves it open for `sendStdin`. */
   stdin: string | null;
+  /**
+   * Standard input stays open after `stdin` for `answer` lines (docs/runner-protocol.md, "Calls"): only for a
+   * runner known to read one line of request (crewd's Python runner), since others read their input to its end.
+   */
+  keepStdinOpen?: boolean;
   /** What the process may touch beyond the machine's files: its working folder, a version's built files. */
   confinement: Confinement;
 }
@@ -23,8 +28,13 @@ export interface LaunchedProcess {
   pid: number;
   stdout: Readable;
   stderr: Readable;
-  /** Writes to standard input and closes it: for a process launched with `stdin: null`, once. */
-  sendStdin(text: string): void;
+  /** Writes to standard input and closes it (unless `keepOpen`): for a process launched with `stdin: null`, once. */
+  sendStdin(text: string, keepOpen?: boolean): void;
+  /**
+   * Writes one line to the process while it runs, an answer to one of its calls: on its standard input when it was
+   * launched with `keepStdinOpen`, on the connection of a fork server's run. Absent where nothing carries it.
+   */
+  answer?(line: string): void;
   /** The exit status, or null when it was lost (the spawner died). */
   exit: Promise<ExitStatus | null>;
   /**

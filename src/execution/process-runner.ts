@@ -21,6 +21,8 @@ export interface RunnerProcess {
   lastStderrLine(): string | null;
   /** SIGTERM to the group, SIGKILL after the grace; resolves when no process of the group is left. */
   terminate(): Promise<void>;
+  /** One line to the running process (an answer to its call); dropped where its launch keeps no channel to it. */
+  answer(line: string): void;
 }
 
 /** Node's version line and stack frames: what follows an uncaught error's message. */
@@ -116,5 +118,6 @@ export function startRunnerProcess(
     exited,
     lastStderrLine: () => lastStderr,
     terminate,
+    answer: (line) => launched?.answer?.(line),
   };
 }

@@ -8,6 +8,8 @@ export type RunnerMessage =
   /** `llmCall`: an `llm.call` event's model and usage (CONTRACTS §15), when it names a model. */
   | { kind: 'event'; type: string; data: Record<string, unknown>; llmCall?: LlmCall }
   | ({ kind: 'result' } & RunnerResult)
+  /** A `store.call` line: a call the runner waits to have answered (run-calls.ts), never stored as an event. */
+  | { kind: 'call'; data: Record<string, unknown> }
   | { kind: 'failure'; error: string }
   /** A result the service cannot accept; the run fails with this error. */
   | { kind: 'bad_result'; error: string };
@@ -82,6 +84,7 @@ export function parseStdoutLine(raw: string): RunnerMessage | null {
     const error = typeof data.error === 'string' && data.error !== '' ? data.error : 'Runner reported a failure';
     return { kind: 'failure', error };
   }
+  if (type === 'store.call') return { kind: 'call', data };
   // Only a line of 2 × MAX_JSON_DEPTH characters or more can nest that deep.
   if (line.length > 2 * MAX_JSON_DEPTH && nestedDeeperThan(data, MAX_JSON_DEPTH - 1)) return tooDeep(type);
   if (isResultType(type)) return parseResult(type, data, Buffer.byteLength(line));

@@ -117,7 +117,7 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
 
   return {
     /** The process in a spare of its shape, or null when none waits. */
-    take(shape: SpareShape, stdin: string): LaunchedProcess | null {
+    take(shape: SpareShape, stdin: string, keepStdinOpen?: boolean): LaunchedProcess | null {
       const spare = takeSpare(shape);
       if (!spare) return null;
       try {
@@ -126,7 +126,7 @@ export function createSparePool(launcher: ProcessLauncher, options: SparePoolOpt
         end(spare);
         throw error;
       }
-      spare.process.sendStdin(`${shape.line}\n${stdin}`);
+      spare.process.sendStdin(`${shape.line}\n${stdin}`, keepStdinOpen);
       return spare.process;
     },
 

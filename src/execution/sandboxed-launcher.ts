@@ -43,7 +43,7 @@ const withLine = (line: string | null, stdin: string | null): string | null =>
 
 /** A process launched with its input to come: the sandbox's line goes first. */
 function firstLine(launched: LaunchedProcess, line: string): LaunchedProcess {
-  return { ...launched, sendStdin: (text) => launched.sendStdin(`${line}\n${text}`) };
+  return { ...launched, sendStdin: (text, keepOpen) => launched.sendStdin(`${line}\n${text}`, keepOpen) };
 }
 
 /**
@@ -81,7 +81,7 @@ export function sandboxedLauncher(inner: ProcessLauncher, sandbox: Sandbox, spar
     try {
       if (pool && request.stdin !== null) {
         shape = sandbox.spareShape?.(plain, request.confinement) ?? null;
-        const spare = shape ? pool.take(shape, request.stdin) : null;
+        const spare = shape ? pool.take(shape, request.stdin, request.keepStdinOpen) : null;
         if (spare && shape) return afterwards(spare, shape);
       }
       plan = shape ? shape.fresh() : sandbox.wrap(plain, request.confinement);

@@ -44,8 +44,9 @@ function closeInheritedDescriptors() {
 closeInheritedDescriptors();
 
 /**
- * @typedef {{ op: 'spawn', id: number, file: string, args: string[], cwd: string, env: Record<string, string>, stdin: string | null }} SpawnMessage
- * @typedef {{ op: 'stdin', id: number, data: string }} StdinMessage
+ * @typedef {{ op: 'spawn', id: number, file: string, args: string[], cwd: string, env: Record<string, string>, stdin: string | null, keepOpen?: boolean }} SpawnMessage
+ * @typedef {{ op: 'stdin', id: number, data: string, keepOpen?: boolean }} StdinMessage
+ * @typedef {{ op: 'write', id: number, data: string }} WriteMessage
  */
 
 /** Relayed chunks whose write to the service is not done yet, past which the runners' pipes pause. */
@@ -103,15 +104,33 @@ process.on('disconnect', () => {
   process.exit(0);
 });
 
-/** Standard input of runners started with `stdin: null`, by id, until it is sent. */
+/**
+ * Standard input of runners started with `stdin: null`, by id, until it is sent; and of runners that keep it open
+ * for answers to their calls (`keepOpen`), until they exit.
+ */
 /** @type {Map<number, import('node:stream').Writable>} */
 const openStdin = new Map();
 
-process.on('message', (/** @type {SpawnMessage | StdinMessage} */ m) => {
-  if (m.op === 'stdin') {
-    openStdin.get(m.id)?.end(m.data);
-    openStdin.delete(m.id);
-  } else start(m);
+/**
+ * @param {number} id
+ * @param {string} data
+ * @param {boolean | undefined} keepOpen
+ */
+function sendStdin(id, data, keepOpen) {
+  const stdin = openStdin.get(id);
+  if (!stdin) return;
+  if (keepOpen) {
+    stdin.write(data);
+    return;
+  }
+  stdin.end(data);
+  openStdin.delete(id);
+}
+
+process.on('message', (/** @type {SpawnMessage | StdinMessage | WriteMessage} */ m) => {
+  if (m.op === 'stdin') sendStdin(m.id, m.data, m.keepOpen);
+  else if (m.op === 'write') sendStdin(m.id, m.data, true);
+  else start(m);
 });
 
 /** @param {SpawnMessage} m */
@@ -138,8 +157,8 @@ function start(m) {
     started = true;
     live.add(pid);
     child.stdin.on('error', () => {});
-    if (m.stdin === null) openStdin.set(m.id, child.stdin);
-    else child.stdin.end(m.stdin);
+    openStdin.set(m.id, child.stdin);
+    if (m.stdin !== null) sendStdin(m.id, m.stdin, m.keepOpen);
     send({ op: 'started', id: m.id, pid });
     relay(m.id, 'stdout', child.stdout);
     relay(m.id, 'stderr', child.stderr);

@@ -56,10 +56,14 @@ export function createSpawner(logger: Logger): ProcessLauncher {
       entry.resolveExit = resolve;
     });
     entry.output = output;
-    const sendStdin = (data: string) => {
-      if (entry.via.connected) entry.via.send({ op: 'stdin', id, data });
+    const sendStdin = (data: string, keepOpen?: boolean) => {
+      if (entry.via.connected) entry.via.send({ op: 'stdin', id, data, keepOpen: keepOpen === true });
     };
-    entry.resolveStart({ pid, ...output, sendStdin, exit, endGroup: (graceMs) => terminateGroup(pid, graceMs) });
+    const answer = (line: string) => {
+      if (entry.via.connected) entry.via.send({ op: 'write', id, data: `${line}\n` });
+    };
+    const endGroup = (graceMs: number) => terminateGroup(pid, graceMs);
+    entry.resolveStart({ pid, ...output, sendStdin, answer, exit, endGroup });
   }
 
   function onMessage(message: HelperMessage): void {
@@ -135,7 +139,8 @@ export function createSpawner(logger: Logger): ProcessLauncher {
           pending.delete(id);
           resolveStart({ error: `the runner spawner is unavailable: ${error.message}` });
         };
-        const message = { op: 'spawn', id, file, args, cwd: request.cwd, env: request.env, stdin: request.stdin };
+        const { cwd, env, stdin } = request;
+        const message = { op: 'spawn', id, file, args, cwd, env, stdin, keepOpen: request.keepStdinOpen === true };
         try {
           const via = ensureHelper();
           pending.set(id, { via, resolveStart, awaited: 3 });

@@ -1,20 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
-import { toIso } from '../http/pagination.js';
 import type { LangGraphDeps } from './deps.js';
 import { unprocessable } from './errors.js';
 import { errors, jsonObject, limitField, offsetField, optionalObject } from './schemas.js';
 import * as repo from './store-repo.js';
+import { listNamespaces, namespaceSchema, noIndexMessage, toItem } from './store-service.js';
 
 const tags = ['langgraph'];
-
-/** A namespace label: LangGraph's rules (not empty, no "."), so that labels joined by "." come apart again. */
-const label = z
-  .string()
-  .min(1, 'a namespace label must not be empty')
-  .refine((value) => !value.includes('.'), 'a namespace label must not contain "."');
-const namespaceSchema = z.array(label);
 
 const itemSchema = z
   .object({
@@ -25,14 +18,6 @@ const itemSchema = z
     updated_at: z.string(),
   })
   .meta({ id: 'LangGraphStoreItem' });
-
-const toItem = (row: Awaited<ReturnType<typeof repo.getItem>> & object) => ({
-  namespace: row.namespace.split('.'),
-  key: row.key,
-  value: row.value,
-  created_at: toIso(row.created_at),
-  updated_at: toIso(row.updated_at),
-});
 
 const itemRef = z.object({ namespace: namespaceSchema.min(1, 'namespace must have a label'), key: z.string().min(1) });
 
@@ -148,28 +133,11 @@ export const storeRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { d
         response: { 200: z.object({ namespaces: z.array(z.array(z.string())) }), ...errors },
       },
     },
-    async (request) => {
-      const { prefix, suffix, max_depth, limit, offset } = request.body;
-      const seen = new Set<string>();
-      const found: string[][] = [];
-      for (const joined of await repo.namespaces(db, org(request))) {
-        const labels = joined.split('.');
-        if (prefix?.some((part, i) => labels[i] !== part)) continue;
-        if (suffix?.some((part, i) => labels[labels.length - suffix.length + i] !== part)) continue;
-        const cut = max_depth ? labels.slice(0, max_depth) : labels;
-        const key = cut.join('.');
-        if (seen.has(key)) continue;
-        seen.add(key);
-        found.push(cut);
-      }
-      return { namespaces: found.slice(offset, offset + limit) };
-    },
+    async (request) => ({ namespaces: await listNamespaces(db, org(request), request.body) }),
   );
 };
 
 /** crewd's store has no embedding index: semantic search is refused by name (CONTRACTS §14). */
 function noIndex(field: string) {
-  return unprocessable(
-    `${field}: semantic search needs an embedding index, and crewd's store has none; search with namespace_prefix and filter instead`,
-  );
+  return unprocessable(noIndexMessage(field));
 }

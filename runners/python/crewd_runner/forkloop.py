@@ -71,6 +71,7 @@ class Child:
     # The run's standard input, where crewd's answers to its calls go (store_channel), and what of them is not yet in.
     answers: io.FileIO | None = None
     outgoing: bytes = b""
+    answers_waiting: bool = False  # registered with the selector until what is outgoing is written
     pending: bytearray = field(default_factory=bytearray)
     reported: bytes = b""
     reading_reports: bool = field(init=False)
@@ -377,7 +378,6 @@ class ForkServer:
         child = self._children.get(pid)
         if child is None or child.answers is None:
             return
-        waiting_before = bool(child.outgoing)
         try:
             while child.outgoing:
                 written = child.answers.write(child.outgoing)
@@ -387,16 +387,18 @@ class ForkServer:
         except OSError:
             self._close_answers(child)  # the child closed its standard input: no answer reaches it any more
             return
-        if child.outgoing and not waiting_before:
+        if child.outgoing and not child.answers_waiting:
             self._selector.register(child.answers, selectors.EVENT_WRITE, AnswersTo(pid))
-        elif not child.outgoing and waiting_before:
+        elif not child.outgoing and child.answers_waiting:
             self._selector.unregister(child.answers)
+        child.answers_waiting = bool(child.outgoing)
 
     def _close_answers(self, child: Child) -> None:
         if child.answers is None:
             return
-        if child.outgoing:
+        if child.answers_waiting:
             self._selector.unregister(child.answers)
+            child.answers_waiting = False
         child.answers.close()
         child.answers = None
         child.outgoing = b""

@@ -14,9 +14,10 @@ from conftest import PROJECTS, RunnerResult, runner_env
 SECRET = "5e" * 32
 
 
-def start_server(kind, target, socket_path, *options, env=None, stderr=None):
+def start_server(kind, target, socket_path, *options, env=None, stderr=None, module="crewd_runner.forkserver"):
+    """A fork server (or, with `module` crewd_runner.worker, a worker) listening at `socket_path`."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "crewd_runner.forkserver", f"--{kind}", target, "--socket", str(socket_path), *options],
+        [sys.executable, "-m", module, f"--{kind}", target, "--socket", str(socket_path), *options],
         cwd=PROJECTS,
         env=runner_env(env),
         stdin=subprocess.PIPE,

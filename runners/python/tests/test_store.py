@@ -6,9 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
 from langgraph.store.memory import InMemoryStore
 
 from conftest import parse_protocol_line, request, runner_env
+from forkserver_support import Connection, socket_path, start_server  # noqa: F401 (socket_path: a fixture)
 
 
 def item_json(item):
@@ -116,3 +118,50 @@ def test_without_a_channel_a_store_call_fails_the_run_saying_why(projects):
     events, _ = run_with_store(projects, InMemoryStore(), {"user": "ada"}, answer_calls=False)
     assert events[-1]["type"] == "run.failed"
     assert "crewd keeps no channel open to this run" in events[-1]["data"]["error"]
+
+
+def run_in_server(socket_path, projects, store, run_input):
+    """One run asked of a fork server or a worker at `socket_path`, its store calls answered on the connection as
+    crewd answers them: (the events, the server's last words)."""
+    connection = Connection(socket_path, projects, request(run_input))
+    events, buffered = [], b""
+    while True:
+        data = connection.sock.recv(65536)
+        assert data, f"the connection closed without the server's last words: {buffered!r}"
+        buffered += data
+        if b"\0" in buffered:
+            output, _, final = buffered.partition(b"\0")
+            lines, buffered = output.split(b"\n"), b""
+        else:
+            *lines, buffered = buffered.split(b"\n")
+            final = None
+        for line in filter(None, lines):
+            event = parse_protocol_line(line)
+            events.append(event)
+            if event["type"] == "store.call":
+                reply = {"answer": {"id": event["data"]["id"], **answer(store, event["data"])}}
+                connection.sock.sendall(json.dumps(reply).encode() + b"\n")
+        if final is not None:
+            while more := connection.sock.recv(65536):
+                final += more
+            connection.sock.close()
+            return events, json.loads(final)
+
+
+@pytest.mark.parametrize("module", ["crewd_runner.forkserver", "crewd_runner.worker"])
+def test_a_run_in_a_fork_server_or_a_worker_gets_its_answers_on_its_connection(projects, socket_path, module):
+    server = start_server("graph", "store_graph.py:graph", socket_path, module=module)
+    try:
+        # The second run comes after the first one's, to a child forked ahead; its greeting's answer is more than a
+        # pipe holds, so the server passes it on as the child reads.
+        for user, text in (("ada", "put through the API"), ("grace", "long " * 100_000)):
+            store = InMemoryStore()
+            store.put(("shared",), "greeting", {"text": text})
+            events, final = run_in_server(socket_path, projects, store, {"user": user})
+            assert final == {"exit_code": 0}
+            assert events[-1]["type"] == "run.completed", events[-1]
+            assert events[-1]["data"]["output"]["greeting"] == {"text": text}
+            assert store.get(("notes", user), "first").value == {"text": f"hello from {user}"}
+    finally:
+        server.terminate()
+        server.wait(10)
