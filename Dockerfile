@@ -49,6 +49,10 @@ RUN ln -s /app/bin/crewd.mjs /usr/local/bin/crewd
 COPY examples ./examples
 # The crewd Python runner, installed into every Python version's environment by builds.
 COPY runners/python ./runners/python
+# The empty embedded-database cluster that a new DATA_DIR starts from (node_modules/.cache/crewd), made here once:
+# node_modules is not writable by the user below, and PGlite's initdb would cost each new volume about 7 s of CPU.
+RUN node -e "import('/app/dist/src/db/connect.js').then((m) => m.connectPglite({ dataDir: '/tmp/cluster/db' })).then((h) => h.close())" \
+  && rm -rf /tmp/cluster && test -n "$(ls node_modules/.cache/crewd)"
 RUN mkdir -p /var/lib/crewd && chown node:node /var/lib/crewd
 USER node
 VOLUME ["/var/lib/crewd"]

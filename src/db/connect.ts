@@ -4,6 +4,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { kyselyPool } from './kysely-pool.js';
+import { emptyClusterCopy, isNewCluster } from './pglite-cluster.js';
 import type { Database } from './types.js';
 
 export type Backend = 'postgres' | 'pglite';
@@ -42,11 +43,12 @@ export async function connectPglite(options: { dataDir?: string; loadDataDir?: B
     import('@electric-sql/pglite'),
     import('kysely-pglite-dialect'),
   ]);
-  if (options.dataDir) mkdirSync(path.resolve(options.dataDir), { recursive: true });
-  const pglite = await PGlite.create({
-    dataDir: options.dataDir ? path.resolve(options.dataDir) : undefined,
-    loadDataDir: options.loadDataDir,
-  });
+  const dataDir = options.dataDir ? path.resolve(options.dataDir) : undefined;
+  const copy = dataDir && isNewCluster(dataDir) && !options.loadDataDir ? emptyClusterCopy() : undefined;
+  const saved = copy?.load();
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const pglite = await PGlite.create({ dataDir, loadDataDir: options.loadDataDir ?? saved });
+  if (copy && !saved) await copy.save(pglite);
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   return { db, backend: 'pglite', pglite, close: () => db.destroy() };
 }
