@@ -388,7 +388,7 @@ export async function run(): Promise<void> {
     const sandboxed = server;
     const probe = await probeBubblewrap(process.env.PATH ?? '', 'isolated');
     if (!probe.usable) throw new Error(`the runs bench needs bubblewrap: ${probe.reason}`);
-    const network = await probeIsolatedNetwork(probe.bwrapPath, path.join(dataDir, 'network'));
+    const network = await probeIsolatedNetwork(probe.bwrapPath);
     if (!network.usable) throw new Error(`the runs bench needs the isolated network: ${network.reason}`);
     // As crewd wraps its runs, so the bwrap baselines spawn the same command line.
     const sandbox = createBubblewrapSandbox({

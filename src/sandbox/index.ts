@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { Logger } from 'pino';
 import type { RunLimits } from '../execution/limits.js';
 import { pythonOnPath } from '../python-on-path.js';
@@ -46,7 +45,7 @@ async function pythonRuntime(searchPath: string): Promise<string[]> {
 }
 
 /** What to install for RUNNER_NETWORK=isolated, said with each refusal and warning. */
-const NETWORK_ADVICE = 'install slirp4netns, iproute2 and util-linux (Debian packages)';
+const NETWORK_ADVICE = 'install slirp4netns and iproute2 (Debian packages)';
 
 /** The network a sandbox's runners get: the one asked for, or `on` where the default cannot be had. */
 async function chooseNetwork(
@@ -55,7 +54,7 @@ async function chooseNetwork(
 ): Promise<{ network: RunnerNetwork; probe: NetworkProbeResult | null }> {
   const network = options.network ?? 'isolated';
   if (network !== 'isolated') return { network, probe: null };
-  const probe = await probeIsolatedNetwork(bwrapPath, path.join(options.dataDir, 'network'), options.networkToolPath);
+  const probe = await probeIsolatedNetwork(bwrapPath, options.networkToolPath);
   if (probe.usable) return { network, probe };
   if (options.network === 'isolated' || options.mode === 'on') {
     const setting = options.network === 'isolated' ? 'RUNNER_NETWORK=isolated' : 'RUNNER_SANDBOX=on';

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { accessSync, chmodSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -69,20 +69,11 @@ export async function probeBubblewrap(searchPath: string, network: RunnerNetwork
 
 export type NetworkProbeResult = { usable: true; setup: NetworkSetup } | { usable: false; reason: string };
 
-/**
- * Whether RUNNER_NETWORK=isolated works here (its tools found, a sandbox started in it); `pipes`
- * is the private folder (made here) where its set-up's pipes will be.
- */
-export async function probeIsolatedNetwork(
-  bwrapPath: string,
-  pipes: string,
-  toolPath?: string,
-): Promise<NetworkProbeResult> {
+/** Whether RUNNER_NETWORK=isolated works here (its tools found, a sandbox started in it). */
+export async function probeIsolatedNetwork(bwrapPath: string, toolPath?: string): Promise<NetworkProbeResult> {
   const found = findNetworkTools(toolPath);
   if ('missing' in found) return { usable: false, reason: found.missing };
-  mkdirSync(pipes, { recursive: true });
-  chmodSync(pipes, 0o700);
-  const setup = { tools: found.tools, pipes };
+  const setup = { tools: found.tools };
   const failure = await trySandbox(bwrapPath, 'isolated', setup);
   return failure === null ? { usable: true, setup } : { usable: false, reason: failure };
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDirectSpawner } from '../../src/execution/direct-spawner.js';
@@ -99,10 +99,7 @@ describe.skipIf(bwrapPath === null)("the sandbox's host-side programs never get 
   });
 
   function start(network: RunnerNetwork, inner: ProcessLauncher, withSpares: boolean): ProcessLauncher {
-    const pipes = path.join(dataDir, 'network');
-    mkdirSync(pipes, { mode: 0o700 });
-    chmodSync(pipes, 0o700);
-    const networkSetup = 'tools' in networkTools ? { tools: networkTools.tools, pipes } : null;
+    const networkSetup = 'tools' in networkTools ? { tools: networkTools.tools } : null;
     const sandbox = createBubblewrapSandbox({ bwrapPath: bwrapPath as string, network, networkSetup, dataDir });
     const spares = withSpares ? { runsDir, logger: createLogger('silent') } : undefined;
     launcher = sandboxedLauncher(inner, sandbox, spares);

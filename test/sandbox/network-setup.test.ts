@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,10 +90,7 @@ describe.runIf(canIsolate)('the isolated network, set up beside the sandbox (RUN
     dataDir = mkdtempSync('/var/tmp/crewd-network-setup-');
     work = path.join(dataDir, 'runs', 'run_network_setup');
     mkdirSync(work, { recursive: true });
-    const pipes = path.join(dataDir, 'network');
-    mkdirSync(pipes, { mode: 0o700 });
-    chmodSync(pipes, 0o700);
-    setup = { tools: (found as Extract<typeof found, { tools: unknown }>).tools, pipes };
+    setup = { tools: (found as Extract<typeof found, { tools: unknown }>).tools };
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
