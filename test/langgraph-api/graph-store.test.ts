@@ -1,15 +1,17 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDataDir } from '../builds/helpers.js';
 import { ADMIN_KEY } from '../helpers/app.js';
 import {
   deployGraphBundle,
   explainWithoutPython,
+  forkServerSockets,
   OFFLINE_ENV,
   testPython,
   testVenvSettings,
 } from '../python/helpers.js';
-import { createRunContext, deploy, type RunContext, startRun, waitForRun } from '../runs/helpers.js';
+import { createRunContext, deploy, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
 
 /** The graph of the runner's own store test: a sync node taking `store`, an async one calling `get_store()`. */
 const PROJECTS = path.resolve(import.meta.dirname, '../../runners/python/tests/projects');
@@ -42,9 +44,11 @@ async function runStoreGraph(ctx: RunContext, deploymentId: string, user: string
 
 describe.runIf(testPython() !== null)("a LangGraph graph's store reaches crewd's store", () => {
   let ctx: RunContext;
+  let dataDir: string;
 
   beforeAll(async () => {
-    ctx = await createRunContext(testVenvSettings());
+    dataDir = tempDataDir();
+    ctx = await createRunContext({ DATA_DIR: dataDir, ...testVenvSettings() });
     await putGreeting(ctx);
   }, 60_000);
   afterAll(async () => ctx?.close());
@@ -54,7 +58,8 @@ describe.runIf(testPython() !== null)("a LangGraph graph's store reaches crewd's
   }, async () => {
     const deploymentId = await deployGraphBundle(ctx, 'store-graph', STORE_GRAPH);
     await runStoreGraph(ctx, deploymentId, 'ada');
-    // The second run is a child of the server the first one started.
+    await until(() => forkServerSockets(dataDir).length > 0, 60_000);
+    // The server the first run started listens: this run is one of its children.
     await runStoreGraph(ctx, deploymentId, 'grace');
   });
 
@@ -101,5 +106,27 @@ describe.runIf(testPython() !== null)("a LangGraph graph's store reaches crewd's
 
     const greeting = await ctx.call('GET', '/langgraph/store/items?namespace=shared&key=greeting', { key: ADMIN_KEY });
     expect(greeting.json().value).toEqual({ text: 'put through the API' });
+  });
+});
+
+describe.runIf(testPython() !== null)("RUN_ISOLATION=deployment: a graph's store in a worker's runs", () => {
+  let ctx: RunContext;
+
+  let dataDir: string;
+
+  beforeAll(async () => {
+    dataDir = tempDataDir();
+    const settings = { DATA_DIR: dataDir, RUN_ISOLATION: 'deployment', RUN_WORKER_CONCURRENCY: '3' };
+    ctx = await createRunContext({ ...settings, ...testVenvSettings() });
+    await putGreeting(ctx);
+  }, 60_000);
+  afterAll(async () => ctx?.close());
+
+  it("runs side by side in one worker each get their own calls' answers", { timeout: 240_000 }, async () => {
+    const deploymentId = await deployGraphBundle(ctx, 'store-graph', STORE_GRAPH);
+    await runStoreGraph(ctx, deploymentId, 'ada');
+    await until(() => forkServerSockets(dataDir).length > 0, 60_000);
+    // The worker listens: these run in it at the same time, their answers routed each to its own run.
+    await Promise.all(['grace', 'linus', 'barbara'].map((user) => runStoreGraph(ctx, deploymentId, user)));
   });
 });
