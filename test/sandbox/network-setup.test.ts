@@ -140,6 +140,38 @@ describe.runIf(canIsolate)('the isolated network, set up beside the sandbox (RUN
     expect(fds).toBe(hostNetwork.output().split('fds\n')[1]);
   });
 
+  it('keeps the routes it set: the process cannot remove them, nor reach the addresses they close', async () => {
+    const blocked = ['169.254.169.254', ...hostAddresses()];
+    const script = [
+      'ip route del unreachable 169.254.0.0/16',
+      'ip route flush table main',
+      'ip link set tap0 down',
+      'echo routes',
+      'cat /proc/net/route',
+    ].join('; ');
+    const run = start(
+      [
+        '/bin/sh',
+        '-c',
+        `${script}; exec "$0" -e "$1" "$2"`,
+        process.execPath,
+        CONNECT,
+        JSON.stringify(blocked.map((host) => `${host}:80`)),
+      ],
+      '',
+    );
+    expect(await run.exit, run.errors()).toBe(0);
+    const lines = (run.output().split('routes\n')[1] ?? '').trim().split('\n');
+    const outcomes = lines.pop() ?? '{}';
+    const routes = lines.join('\n');
+    expect(run.errors()).toMatch(/Operation not permitted/);
+    // 169.254.0.0/16, as the kernel lists it: destination and mask in hex, little-endian.
+    expect(routes).toMatch(/\t0000FEA9\t.*\t0000FFFF\t/);
+    expect(routes.split('\n').some((line) => line.startsWith('tap0\t00000000\t'))).toBe(true);
+    // Turned away in the sandbox by its own routes, not by the host or the stack.
+    expect(Object.values(JSON.parse(outcomes))).toEqual(blocked.map(() => 'EHOSTUNREACH'));
+  });
+
   it("ends the stack with the sandbox: nothing of the run's group is left once it exited", async () => {
     const run = start(['/bin/sh', '-c', 'echo up; read -r _'], null);
     await until(() => run.output().includes('up'));
