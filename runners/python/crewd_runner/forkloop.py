@@ -4,7 +4,6 @@ forwards crewd's signal lines, reads the spares' reports, reaps children and sen
 
 from __future__ import annotations
 
-import io
 import os
 import selectors
 import signal
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from . import cli, hot_pages, run_home
+from .forkanswers import AnswerPipe
 from .forkchild import Closable, run_child, wait_as_spare
 from .forkmessages import Exited, Final, Handover, Learned, RunRequest, parse
 from .forkwire import admit, exit_message, forward_signal, is_answer, kill_group, send_final
@@ -24,8 +24,6 @@ from .hot_pages import Ranges
 SOCKET_CHECK_SECONDS = 2.0
 # Which runs report the pages they wrote (hot_pages): the first a spare takes, then one in this many.
 LEARN_EVERY = 32
-# crewd's answers a run's standard input holds at most while the run does not read them.
-MAX_OUTGOING_ANSWERS = 32 << 20
 # A child's report line at most: the pages it wrote (hot_pages.MAX_RANGES ranges, in base64) and a little JSON.
 REPORT_LINE_LIMIT = 1 << 20
 
@@ -68,10 +66,8 @@ class Child:
     connection: socket.socket
     home: str
     control: socket.socket | None = None
-    # The run's standard input, where crewd's answers to its calls go (store_channel), and what of them is not yet in.
-    answers: io.FileIO | None = None
-    outgoing: bytes = b""
-    answers_waiting: bool = False  # registered with the selector until what is outgoing is written
+    # The run's standard input, where crewd's answers to its calls go (store_channel).
+    answers: AnswerPipe | None = None
     pending: bytearray = field(default_factory=bytearray)
     reported: bytes = b""
     reading_reports: bool = field(init=False)
@@ -171,7 +167,9 @@ class ForkServer:
             case ClientOf(pid):
                 self._from_client(pid)
             case AnswersTo(pid):
-                self._flush_answers(pid)
+                child = self._children.get(pid)
+                if child is not None and child.answers is not None:
+                    child.answers.flush()
 
     def _accept(self) -> None:
         admitted = admit(self._listener, self._header_seconds, self._secret, "crewd fork server")
@@ -181,11 +179,10 @@ class ForkServer:
         self._last_run = time.monotonic()
         home = self._homes.for_run()
         answers_in, answers_out = os.pipe()
-        os.set_blocking(answers_out, False)
-        answers = io.FileIO(answers_out, "wb")
         spare = self._hand_to_spare(connection, line, home, answers_in)
         pid = spare[0] if spare else self._fork_for(connection, request, home, answers_in)
         os.close(answers_in)
+        answers = AnswerPipe(answers_out, self._selector, AnswersTo(pid))
         self._children[pid] = Child(connection, home, spare[1] if spare else None, answers)
         self._selector.register(connection, selectors.EVENT_READ, ClientOf(pid))
         if spare:
@@ -211,7 +208,7 @@ class ForkServer:
         others = [
             sock
             for child in self._children.values()
-            for sock in (child.connection, child.control, child.answers)
+            for sock in (child.connection, child.control, child.answers.file if child.answers else None)
             if sock
         ]
         return [self._selector, self._listener, self._wake_read, self._wake_write, *spare, *others]
@@ -289,7 +286,8 @@ class ForkServer:
         child.finished = True
         kill_group(pid, signal.SIGKILL)
         self._selector.unregister(child.connection)
-        self._close_answers(child)
+        if child.answers is not None:
+            child.answers.close()
         send_final(child.connection, final)
         child.connection.close()
         run_home.remove_home(child.home)
@@ -362,46 +360,10 @@ class ForkServer:
         child.pending = bytearray(rest)
         for line in lines:
             if is_answer(line):
-                self._answer(pid, child, line)
+                if child.answers is not None:
+                    child.answers.add(line)
             else:
                 forward_signal(pid, line)
-
-    def _answer(self, pid: int, child: Child, line: bytes) -> None:
-        """crewd's answer to one of the run's calls, for its standard input. A run that does not read its answers
-        loses those past MAX_OUTGOING_ANSWERS, whole, and never stops the server's loop."""
-        if child.answers is None or len(child.outgoing) + len(line) + 1 > MAX_OUTGOING_ANSWERS:
-            return
-        child.outgoing += line + b"\n"
-        self._flush_answers(pid)
-
-    def _flush_answers(self, pid: int) -> None:
-        child = self._children.get(pid)
-        if child is None or child.answers is None:
-            return
-        try:
-            while child.outgoing:
-                written = child.answers.write(child.outgoing)
-                if not written:
-                    break  # the pipe is full: the rest goes once it is writable
-                child.outgoing = child.outgoing[written:]
-        except OSError:
-            self._close_answers(child)  # the child closed its standard input: no answer reaches it any more
-            return
-        if child.outgoing and not child.answers_waiting:
-            self._selector.register(child.answers, selectors.EVENT_WRITE, AnswersTo(pid))
-        elif not child.outgoing and child.answers_waiting:
-            self._selector.unregister(child.answers)
-        child.answers_waiting = bool(child.outgoing)
-
-    def _close_answers(self, child: Child) -> None:
-        if child.answers is None:
-            return
-        if child.answers_waiting:
-            self._selector.unregister(child.answers)
-            child.answers_waiting = False
-        child.answers.close()
-        child.answers = None
-        child.outgoing = b""
 
 
 def _wake_only(_signum: int, _frame: FrameType | None) -> None:

@@ -109,6 +109,8 @@ class WorkerRun:
             if not self._running or self._canceled_by is not None:
                 return
             self._canceled_by = signum
+            # A call waiting for its answer waits in a lock, where no exception reaches it: it fails now instead.
+            self.answers.close()
             if self._thread_id is not None:
                 raise_in(self._thread_id, RunCanceled)
             # The threads working for it (it started them, or a pool's running its sync node).

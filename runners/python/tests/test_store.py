@@ -3,6 +3,7 @@ kept open after the request; the test answers the runner's `store.call` lines as
 InMemoryStore, so that what the graph sees is what a real BaseStore would give it."""
 
 import json
+import signal
 import subprocess
 import sys
 
@@ -162,6 +163,28 @@ def test_a_run_in_a_fork_server_or_a_worker_gets_its_answers_on_its_connection(p
             assert events[-1]["type"] == "run.completed", events[-1]
             assert events[-1]["data"]["output"]["greeting"] == {"text": text}
             assert store.get(("notes", user), "first").value == {"text": f"hello from {user}"}
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_a_worker_run_canceled_while_its_store_call_waits_ends_and_the_worker_goes_on(projects, socket_path):
+    """crewd answers nothing once a run ended: a canceled run's waiting call fails, so its thread stops (a wait in a
+    lock would take no exception, and a run that does not stop ends its whole worker)."""
+    server = start_server("graph", "store_graph.py:graph", socket_path, module="crewd_runner.worker")
+    try:
+        connection = Connection(socket_path, projects, request({"user": "ada"}))
+        connection.sock.settimeout(60)
+        received = b""
+        while b'"store.call"' not in received:
+            received += connection.sock.recv(65536)
+        connection.signal(signal.SIGTERM)
+        _, final = connection.finish()
+        assert final == {"signal": signal.SIGTERM}
+        store = InMemoryStore()
+        events, final = run_in_server(socket_path, projects, store, {"user": "grace"})
+        assert final == {"exit_code": 0}
+        assert events[-1]["type"] == "run.completed", events[-1]
     finally:
         server.terminate()
         server.wait(10)
