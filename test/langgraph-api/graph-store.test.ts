@@ -34,6 +34,10 @@ async function runStoreGraph(ctx: RunContext, deploymentId: string, user: string
   expect(run.status, run.error_message).toBe('succeeded');
   expect(run.output).toMatchObject({ greeting: { text: 'put through the API' }, notes: ['first'] });
   expect(run.output.namespaces).toContainEqual(['notes', user]);
+  // A call is not an event of the run: it is answered, never stored or relayed.
+  const events = await ctx.call('GET', `/v1/runs/${run.id}/events?last_event_id=0`);
+  expect(events.body).toContain('node.completed');
+  expect(events.body).not.toContain('store.call');
   const written = await ctx.call('GET', `/langgraph/store/items?namespace=notes.${user}&key=first`);
   expect(written.json()).toMatchObject({
     namespace: ['notes', user],
