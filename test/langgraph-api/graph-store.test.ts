@@ -65,6 +65,12 @@ describe.runIf(testPython() !== null)("a LangGraph graph's store reaches crewd's
     await until(() => forkServerSockets(dataDir).length > 0, 60_000);
     // The server the first run started listens: this run is one of its children.
     await runStoreGraph(ctx, deploymentId, 'grace');
+    // A run of the Agent Server API (its stream modes through the runner) has the store too.
+    const waited = await ctx.call('POST', '/langgraph/runs/wait', {
+      body: { assistant_id: 'store-graph', input: { user: 'alan' } },
+    });
+    expect(waited.statusCode, waited.body).toBe(200);
+    expect(waited.json()).toMatchObject({ greeting: { text: 'put through the API' }, notes: ['first'] });
   });
 
   it('a command version run as a plain process does the same', { timeout: 120_000 }, async () => {
