@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { mkdirSync, statSync } from 'node:fs';
+import { rm, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { LaunchSpec } from '../run-record/types.js';
 
@@ -19,11 +19,19 @@ export function runnerEnvironment(spec: LaunchSpec, runnerPath: string | undefin
 
 export type RunFolder = { cwd: string; scratch: boolean } | { error: string };
 
+/** Synchronous, as the mkdir below: a stat on every run's start costs less than a trip through the thread pool. */
+function isFolder(folder: string): boolean {
+  try {
+    return statSync(folder, { throwIfNoEntry: false })?.isDirectory() === true;
+  } catch {
+    return false;
+  }
+}
+
 /** The version's `cwd`, or else a fresh scratch folder `<runsDir>/<run id>` that goes with the run. */
 export async function prepareRunFolder(spec: LaunchSpec, runsDir: string): Promise<RunFolder> {
   if (spec.version.cwd) {
-    const info = await stat(spec.version.cwd).catch(() => null);
-    if (!info?.isDirectory()) return { error: `working folder ${spec.version.cwd} not found` };
+    if (!isFolder(spec.version.cwd)) return { error: `working folder ${spec.version.cwd} not found` };
     return { cwd: spec.version.cwd, scratch: false };
   }
   const cwd = path.join(runsDir, spec.run.id);
