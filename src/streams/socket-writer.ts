@@ -17,9 +17,12 @@ export interface PacedSink {
 
 let ready: PacedSink[] = [];
 let turnScheduled = false;
+/** Writes made outside a turn since the last one (writeNowAllowed). */
+let writtenNow = 0;
 
 function runTurn(): void {
   turnScheduled = false;
+  writtenNow = 0;
   const batch = ready;
   ready = [];
   let budget = TURN_BYTES;
@@ -43,4 +46,17 @@ function scheduleTurn(): void {
 export function queueForWrite(sink: PacedSink): void {
   ready.push(sink);
   scheduleTurn();
+}
+
+/**
+ * Whether a sink with nothing queued may write a frame at once, outside a turn: a quiet stream's
+ * next frame (a model's first token) then leaves before the rest of the burst that carried it is
+ * handled, instead of a turn later. At most TURN_SINKS such writes go between two turns, so a
+ * burst to thousands of streams still goes in paced turns; the caller queues itself for the next
+ * turn after writing, which sends what follows in the burst together.
+ */
+export function writeNowAllowed(): boolean {
+  if (writtenNow >= TURN_SINKS) return false;
+  writtenNow++;
+  return true;
 }

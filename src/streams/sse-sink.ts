@@ -1,6 +1,7 @@
+import net from 'node:net';
 import type { FastifyReply } from 'fastify';
 import type { LiveEvent } from '../events/types.js';
-import { type PacedSink, queueForWrite } from './socket-writer.js';
+import { type PacedSink, queueForWrite, writeNowAllowed } from './socket-writer.js';
 import { MAX_CLIENT_BACKLOG_BYTES, type StreamSink } from './stream-sink.js';
 
 /** How long a closing stream waits for a lagging client to take its last messages. */
@@ -66,11 +67,11 @@ export interface SseSink extends StreamSink {
 
 /**
  * One client's end of an event stream. @fastify/sse negotiates the route, sends the headers and
- * reports the connection's end; the frames themselves are queued here and written in paced turns
- * (socket-writer.ts), never waiting on the client: a socket that does not take them keeps them
- * queued, and a client whose backlog passes MAX_CLIENT_BACKLOG_BYTES is disconnected (it can
- * resume with Last-Event-ID), so a slow reader costs bounded memory and never holds up the run
- * or the other readers.
+ * reports the connection's end; the frames themselves are written here, a quiet stream's next one
+ * at once and what follows it in paced turns (socket-writer.ts), never waiting on the client: a
+ * socket that does not take them keeps them queued, and a client whose backlog passes
+ * MAX_CLIENT_BACKLOG_BYTES is disconnected (it can resume with Last-Event-ID), so a slow reader
+ * costs bounded memory and never holds up the run or the other readers.
  */
 export function createSseSink(
   reply: FastifyReply,
@@ -79,7 +80,9 @@ export function createSseSink(
 ): SseSink {
   const sse = reply.sse;
   const raw = reply.raw;
-  const socket = raw.socket;
+  // Chunks go straight to a network socket only: a response on anything else (fastify.inject's drops
+  // what is written to its socket) gets each frame through the response.
+  const socket = raw.socket instanceof net.Socket ? raw.socket : null;
   /** Node puts the header on the wire with the first write through the response; chunks may follow it straight. */
   let headerOnWire = false;
   let queue: Buffer[] = [];
@@ -203,8 +206,20 @@ export function createSseSink(
     }
     queue.push(chunk);
     queuedBytes += chunk.length;
-    requestFlush();
+    if (!flushPending && queue.length === 1 && !needsDrain() && writeNowAllowed()) writeNow();
+    else requestFlush();
     return true;
+  }
+
+  /**
+   * The one queued frame, written at once (a quiet stream's next event); whatever follows before
+   * the next turn queues behind the flush requested here and leaves together in that turn.
+   */
+  function writeNow(): void {
+    writeQueued(Number.POSITIVE_INFINITY);
+    flushPending = true;
+    if (needsDrain()) waitForDrain();
+    else queueForWrite(paced);
   }
 
   const backlogged = () => state === 'open' && (queuedBytes >= REPLAY_QUEUE_BYTES || needsDrain());
