@@ -10,6 +10,9 @@ import sys
 import pytest
 from langgraph.store.memory import InMemoryStore
 
+from crewd_runner.crewd_store import CrewdStore
+from crewd_runner.store_channel import CallFailed
+
 from conftest import parse_protocol_line, request, runner_env
 from forkserver_support import Connection, socket_path, start_server  # noqa: F401 (socket_path: a fixture)
 
@@ -43,7 +46,11 @@ def answer(store, call):
         found = store.search(prefix, filter=call.get("filter"), limit=call["limit"], offset=call["offset"])
         return {"result": [{**item_json(item), "score": None} for item in found]}
     if op == "list_namespaces":
-        found = store.list_namespaces(prefix=tuple(call["prefix"]) if call.get("prefix") else None)
+        found = store.list_namespaces(
+            prefix=tuple(call["prefix"]) if call.get("prefix") else None,
+            suffix=tuple(call["suffix"]) if call.get("suffix") else None,
+            max_depth=call.get("max_depth"),
+        )
         return {"result": [list(namespace) for namespace in found]}
     return {"error": f"unknown op {op}"}
 
@@ -188,3 +195,28 @@ def test_a_worker_run_canceled_while_its_store_call_waits_ends_and_the_worker_go
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_the_store_turns_each_op_of_a_batch_into_its_call():
+    """CrewdStore alone, its calls answered as crewd answers them: deletes, namespaces by suffix and depth, and
+    crewd's refusals raised to the graph."""
+    memory = InMemoryStore()
+
+    def call(fields):
+        answered = answer(memory, fields)
+        if "error" in answered:
+            raise CallFailed(answered["error"])
+        return answered["result"]
+
+    store = CrewdStore(call)
+    store.put(("users", "ada", "prefs"), "theme", {"dark": True})
+    store.put(("users", "grace", "prefs"), "theme", {"dark": False})
+    assert store.get(("users", "ada", "prefs"), "theme").value == {"dark": True}
+    assert store.list_namespaces(suffix=("prefs",), max_depth=2) == [("users", "ada"), ("users", "grace")]
+    assert [item.key for item in store.search(("users",), filter={"dark": False})] == ["theme"]
+    store.delete(("users", "ada", "prefs"), "theme")
+    assert store.get(("users", "ada", "prefs"), "theme") is None
+    with pytest.raises(CallFailed, match="embedding index"):
+        store.search(("users",), query="dark themes")
+    with pytest.raises(ValueError, match="no '\\*'"):
+        store.list_namespaces(prefix=("users", "*"))
