@@ -89,8 +89,10 @@ export class RunEventLog {
   /** An event of the service itself (`run.started`); never dropped. Answers its size in bytes. */
   append(type: string, data: Record<string, unknown>): number {
     if (this.closed) return 0;
-    const json = JSON.stringify({ type, data });
-    const event: StoredEvent = { seq: this.nextSeq++, json, type, data: JSON.stringify(data) };
+    // The data serialised once, for the store and inside what streams send: `{type, data}` as JSON.stringify writes it.
+    const dataJson = JSON.stringify(data);
+    const json = `{"type":${JSON.stringify(type)},"data":${dataJson}}`;
+    const event: StoredEvent = { seq: this.nextSeq++, json, type, data: dataJson };
     this.pending.push(event);
     this.pendingBytes += event.json.length;
     this.remember(event);
