@@ -67,8 +67,8 @@ describe("a run's store calls", () => {
     const keys = async () => {
       const check = callsOf('org_calls_a');
       check.calls.take({ id: 'seen', op: 'search', namespace_prefix: ['late'] });
-      await until(() => check.lines.length === 1);
-      return (check.lines[0]?.answer.result as { key: string }[]).map((item) => item.key);
+      const [line] = await until(() => (check.lines.length === 1 ? check.lines : null));
+      return (line?.answer.result as { key: string }[] | undefined)?.map((item) => item.key) ?? [];
     };
     let seen: string[] = [];
     await until(async () => {
