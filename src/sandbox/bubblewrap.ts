@@ -3,13 +3,7 @@ import path from 'node:path';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from '../execution/limits.js';
 import { findOnPath, isExecutableFile } from '../program-search.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from './home.js';
-import {
-  bwrapUnsharesNetwork,
-  type NetworkSetup,
-  networkCommand,
-  networkGate,
-  networkGateArguments,
-} from './network.js';
+import { bwrapUnsharesNetwork, type NetworkSetup, networkCommand, networkGate } from './network.js';
 import { assertExportable, SPARE_SHELL, spareLine } from './spare-shell.js';
 import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SpareShape, WrappedPlan } from './types.js';
 import { installationFolder, machineView, nodeFolder, pythonsOf, realFolder, within } from './view.js';
@@ -48,20 +42,17 @@ function requiredTool(name: string): string {
 
 /**
  * What runs first in the sandbox, with the capabilities of its user namespace: it waits for the
- * network where the setting has one to wait for and sets it up (network.ts; its arguments go
- * between `shell` and `rest`), bounds the PID namespace (per-namespace pid_max, Linux 6.14 and
- * newer; RLIMIT_NPROC does not bind root), sets the run's limits and drops every capability, so
- * that nothing after it can undo a mount or a route.
+ * network where the setting has one to wait for (network.ts), bounds the PID namespace
+ * (per-namespace pid_max, Linux 6.14 and newer; RLIMIT_NPROC does not bind root), sets the run's
+ * limits and drops every capability, so that nothing after it can undo a mount.
  */
-function initPrefix(limits: RunLimits, network: RunnerNetwork): { shell: string[]; rest: string[] } {
+function initPrefix(limits: RunLimits, network: RunnerNetwork): string[] {
   const cpu = limits.cpuSeconds;
-  const shell = [
+  return [
     '/bin/sh',
     '-c',
     `${networkGate(network)}echo ${limits.processes + RESERVED_PIDS} > /proc/sys/kernel/pid_max 2>/dev/null; exec "$@"`,
     'sh',
-  ];
-  const rest = [
     requiredTool('prlimit'),
     `--cpu=${cpu}:${cpu + CPU_GRACE_SECONDS}`,
     `--data=${limits.memoryMb * MIB}`,
@@ -73,7 +64,6 @@ function initPrefix(limits: RunLimits, network: RunnerNetwork): { shell: string[
     '--no-new-privs',
     '--',
   ];
-  return { shell, rest };
 }
 
 /**
@@ -164,17 +154,12 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const limits = options.limits ?? DEFAULT_RUN_LIMITS;
   const hidden = hiddenFolders(options);
   /** What runs first in a sandbox of each network (initPrefix), the same for every process. */
-  const prefixes: Record<RunnerNetwork, ReturnType<typeof initPrefix>> = {
+  const prefixes: Record<RunnerNetwork, string[]> = {
     isolated: initPrefix(limits, 'isolated'),
     on: initPrefix(limits, 'on'),
     off: initPrefix(limits, 'off'),
   };
-  /** The gate's arguments are made at each call: the host's addresses of now (network.ts). */
-  const prefixFor = (network: RunnerNetwork): string[] => [
-    ...prefixes[network].shell,
-    ...networkGateArguments(network, options.networkSetup ?? null),
-    ...prefixes[network].rest,
-  ];
+  const prefixFor = (network: RunnerNetwork): string[] => prefixes[network];
   const extra = options.extraPaths ?? [];
   const view = machineView(
     [installationFolder(), nodeFolder(), ...(options.runtimes ?? []), ...extra, ...extra.flatMap(pythonsOf)],

@@ -45,7 +45,7 @@ async function pythonRuntime(searchPath: string): Promise<string[]> {
 }
 
 /** What to install for RUNNER_NETWORK=isolated, said with each refusal and warning. */
-const NETWORK_ADVICE = 'install slirp4netns and iproute2 (Debian packages)';
+const NETWORK_ADVICE = 'install slirp4netns, iproute2 and util-linux (Debian packages)';
 
 /** The network a sandbox's runners get: the one asked for, or `on` where the default cannot be had. */
 async function chooseNetwork(
