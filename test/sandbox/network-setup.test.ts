@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,8 @@ import { until } from '../runs/helpers.js';
 
 const bwrapPath = findBwrap(process.env.PATH ?? '');
 const found = findNetworkTools();
+/** `nobody`'s uid and gid on Debian and Ubuntu. */
+const NOBODY = 65534;
 const canIsolate = bwrapPath !== null && 'tools' in found && process.env.RUNNER_SANDBOX !== 'off';
 
 interface Started {
@@ -100,14 +102,22 @@ describe.runIf(canIsolate)('the isolated network, set up beside the sandbox (RUN
     stdin: string | null,
     networkSetup: NetworkSetup = setup,
     network: RunnerNetwork = 'isolated',
+    user: { uid?: number; gid?: number; folder?: string; dataDir?: string } = {},
   ): Started {
-    const sandbox = createBubblewrapSandbox({ bwrapPath: bwrapPath as string, network, networkSetup, dataDir });
+    const folder = user.folder ?? work;
+    const sandbox = createBubblewrapSandbox({
+      bwrapPath: bwrapPath as string,
+      network,
+      networkSetup,
+      dataDir: user.dataDir ?? dataDir,
+    });
     const plan = sandbox.wrap(
-      { command, cwd: work, env: { PATH: '/usr/bin:/bin' } },
-      { writable: [work], readOnly: [] },
+      { command, cwd: folder, env: { PATH: '/usr/bin:/bin' } },
+      { writable: [folder], readOnly: [] },
     );
     const [program = '', ...args] = plan.command;
-    const child = spawn(program, args, { cwd: plan.cwd, env: plan.env, detached: true, stdio: 'pipe' });
+    const ids = { uid: user.uid, gid: user.gid };
+    const child = spawn(program, args, { cwd: plan.cwd, env: plan.env, detached: true, stdio: 'pipe', ...ids });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -170,6 +180,25 @@ describe.runIf(canIsolate)('the isolated network, set up beside the sandbox (RUN
     expect(routes.split('\n').some((line) => line.startsWith('tap0\t00000000\t'))).toBe(true);
     // Turned away in the sandbox by its own routes, not by the host or the stack.
     expect(Object.values(JSON.parse(outcomes))).toEqual(blocked.map(() => 'EHOSTUNREACH'));
+  });
+
+  // The image runs crewd as `node`: bwrap run by a user other than root makes its user namespaces otherwise.
+  it.runIf(process.getuid?.() === 0)('sets the network up for crewd run by a user other than root', async () => {
+    const base = mkdtempSync('/var/tmp/crewd-network-user-');
+    try {
+      chmodSync(base, 0o755);
+      const folder = path.join(base, 'runs', 'run_network_user');
+      mkdirSync(folder, { recursive: true });
+      chownSync(folder, NOBODY, NOBODY);
+      const user = { uid: NOBODY, gid: NOBODY, folder, dataDir: base };
+      const run = start(['/bin/sh', '-c', 'cat /proc/net/route'], '', setup, 'isolated', user);
+      expect(await run.exit, run.errors()).toBe(0);
+      const routes = run.output().split('\n');
+      expect(routes.some((line) => line.startsWith('tap0\t00000000\t'))).toBe(true);
+      expect(routes.some((line) => /\t0000FEA9\t.*\t0000FFFF\t/.test(line))).toBe(true);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it("ends the stack with the sandbox: nothing of the run's group is left once it exited", async () => {
