@@ -1,10 +1,11 @@
 // Proves that a thread never has two runs at once: each run holds a lock file named after its thread
 // (in input.lock_dir) from its start until its process is gone, and fails at once if it finds the lock
-// taken. It appends its run id to <thread>.order as it starts, works input.ms (default 100) and adds
+// taken. It appends its run id to <thread>.order as it starts, works input.ms (default 100; with input.until_file,
+// until that file exists) and adds
 // input.n to the thread's values.seen. Stopped with SIGTERM, it lingers input.linger_ms (default 200;
 // keep it under the kill grace, as SIGKILL would leave the lock behind) before it lets go of the lock and
 // exits, as a runner cleaning up would.
-import { appendFileSync, closeSync, openSync, rmSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
 let text = '';
@@ -29,7 +30,7 @@ process.stdin.on('end', () => {
       process.exit(143);
     }, input.linger_ms ?? 200);
   });
-  setTimeout(() => {
+  const finish = () => {
     release();
     if (input.fail) {
       out('run.failed', { error: 'asked to fail' });
@@ -40,5 +41,11 @@ process.stdin.on('end', () => {
       output: { n: input.n ?? null },
       values: { ...values, seen: [...(values.seen ?? []), input.n ?? null] },
     });
-  }, input.ms ?? 100);
+  };
+  if (!input.until_file) return setTimeout(finish, input.ms ?? 100);
+  const waiting = setInterval(() => {
+    if (!existsSync(input.until_file)) return;
+    clearInterval(waiting);
+    finish();
+  }, 10);
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDataDir } from '../builds/helpers.js';
 import { ADMIN_KEY } from '../helpers/app.js';
-import { createRunContext, crew, deploy, type RunContext, waitForRun } from '../runs/helpers.js';
+import { createRunContext, crew, deploy, type RunContext, until, waitForRun } from '../runs/helpers.js';
 import { CLI_TEST_TIMEOUT, runCrewd } from './helpers.js';
 
 let ctx: RunContext;
@@ -129,14 +129,19 @@ describe('crewd threads and runs in a thread (CONTRACTS §9, §10)', { timeout: 
     expect(JSON.parse(interrupting.stdout)).toEqual({ ticks: 1 });
     expect((await waitForRun(ctx, forever)).status).toBe('canceled');
 
-    // Started directly, so that it still runs when the CLI (slower to start) queues the next one.
-    const long = { body: { input: { ticks: 40, interval_ms: 100 } } };
-    const current = (await ctx.call('POST', `/v1/threads/${threadId}/runs`, long)).json().run_id;
-    const queued = await crewd([...thread, '--multitask-strategy', 'enqueue', '--input', '{"ticks":1}', '--follow']);
+    // Started directly and runs until canceled, once the CLI's run waits behind it (however slowly the CLI starts).
+    const current = (await ctx.call('POST', `/v1/threads/${threadId}/runs`, { body: { input: {} } })).json().run_id;
+    const following = crewd([...thread, '--multitask-strategy', 'enqueue', '--input', '{"ticks":1}', '--follow']);
+    const queuedRun = await until(async () => {
+      const { runs } = (await ctx.call('GET', `/v1/runs?thread_id=${threadId}&status=pending`)).json();
+      return runs[0]?.id as string | undefined;
+    }, CLI_TEST_TIMEOUT);
+    await ctx.call('POST', `/v1/runs/${current}/cancel`);
+    const queued = await following;
     expect(queued.code, queued.stderr).toBe(0);
     expect(queued.stderr).toMatch(/^Run run_\S+ pending \(version 1, queued behind the thread’s current run\)$/m);
+    expect(queued.stderr).toContain(queuedRun);
     const first = await waitForRun(ctx, current);
-    const [queuedRun] = (await crewd(['runs', 'list', '--thread', threadId, '--limit', '1'])).stdout.split('\t');
     const second = (await ctx.call('GET', `/v1/runs/${queuedRun}`)).json();
     expect(second).toMatchObject({ status: 'succeeded', output: { ticks: 1 } });
     expect(Date.parse(second.started_at)).toBeGreaterThanOrEqual(Date.parse(first.completed_at));

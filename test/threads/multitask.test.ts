@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunContext, crew, deploy, type RunContext, until, waitForRun } from '../runs/helpers.js';
 import { expectNoOverlap, type Json, lockFolder, runsOf, startOrder, threadRun, waitAll } from './multitask-helpers.js';
@@ -35,7 +37,9 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
 
   it('enqueue: twenty concurrent requests on a busy thread run one at a time, in creation order', async () => {
     const id = await createThread();
-    const first = await threadRun(ctx, id, { input: input({ n: 'first', ms: 300 }) });
+    // The first run works until the twenty have been answered, however slowly they come.
+    const go = path.join(locks.dir, `${id}.go`);
+    const first = await threadRun(ctx, id, { input: input({ n: 'first', until_file: go }) });
     expect(first.json.status).toBe('running');
     const responses = await Promise.all(
       Array.from({ length: 20 }, (_, n) =>
@@ -46,6 +50,7 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
       expect(response.statusCode).toBe(202);
       expect(response.json).toMatchObject({ thread_id: id, status: 'pending' });
     }
+    writeFileSync(go, '');
     await waitAll(ctx, [first.json.run_id, ...responses.map((response) => response.json.run_id)]);
     const runs = await runsOf(ctx, id);
     expectNoOverlap(runs);
