@@ -64,12 +64,14 @@ async function setupPostgres(project: TestProject, url: string) {
 
 async function setupPglite(project: TestProject) {
   const dir = mkdtempSync(path.join(tmpdir(), 'crewd-test-'));
-  const handle = await connectPglite({});
+  // On disk, as crewd's own data folder: a new one starts from the installation's empty cluster, not initdb.
+  const handle = await connectPglite({ dataDir: path.join(dir, 'db') });
   await migrateToLatest(handle.db);
   const dump = await dumpPglite(handle);
   const dumpPath = path.join(dir, 'migrated.tar.gz');
   writeFileSync(dumpPath, Buffer.from(await dump.arrayBuffer()));
   await handle.close();
+  rmSync(path.join(dir, 'db'), { recursive: true, force: true });
   project.provide('testDatabase', { kind: 'pglite', dumpPath });
   return () => rmSync(dir, { recursive: true, force: true });
 }
