@@ -1,6 +1,4 @@
 import path from 'node:path';
-import { detectProject } from '../builds/project.js';
-import { inspectBundle } from '../builds/unpack.js';
 import { uploadBundle } from '../client/index.js';
 import { AppError } from '../errors.js';
 import { type Api, CliError } from './api.js';
@@ -61,6 +59,11 @@ async function pack(io: Io, folder: string): Promise<Buffer> {
         'to upload one anyway, add !<its name> to .crewdignore)',
     );
   }
+  // Loaded only here: the project checks' schemas would slow every other command's start.
+  const [{ detectProject }, { inspectBundle }] = await Promise.all([
+    import('../builds/project.js'),
+    import('../builds/unpack.js'),
+  ]);
   try {
     detectProject(await inspectBundle(bundle));
   } catch (error) {
