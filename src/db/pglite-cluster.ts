@@ -9,8 +9,11 @@ import type { PGlite } from '@electric-sql/pglite';
  * (where build tools keep their caches); it holds only what initdb writes, nothing of any instance. Where that folder
  * cannot be written, every new database runs initdb, as before.
  */
-export function emptyClusterCopy(): { file: string; load(): Blob | undefined; save(pglite: PGlite): Promise<void> } {
-  const file = emptyClusterFile();
+export function emptyClusterCopy(file = emptyClusterFile()): {
+  file: string;
+  load(): Blob | undefined;
+  save(pglite: PGlite): Promise<void>;
+} {
   return {
     file,
     load: () => (existsSync(file) ? new Blob([readFileSync(file)]) : undefined),

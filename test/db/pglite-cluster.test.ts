@@ -35,4 +35,17 @@ describe('a new embedded database', () => {
     expect(rows.rows).toEqual([{ x: 7 }]);
     await reopened.close();
   });
+
+  it('is saved whole by the first new database and loads as the same cluster', async () => {
+    const copy = emptyClusterCopy(path.join(root, 'cache', 'empty-cluster.tar.gz'));
+    expect(copy.load()).toBeUndefined();
+    const made = await connectPglite({});
+    if (!made.pglite) throw new Error('expected an embedded database');
+    await copy.save(made.pglite);
+    const madeId = await systemIdentifier(made);
+    await made.close();
+    const loaded = await connectPglite({ loadDataDir: copy.load() });
+    expect(await systemIdentifier(loaded)).toBe(madeId);
+    await loaded.close();
+  });
 });
