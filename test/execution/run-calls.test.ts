@@ -38,7 +38,9 @@ describe("a run's store calls", () => {
     expect(lines.map((line) => line.answer.id)).toEqual(['17', '18', '19', '20']);
     expect(lines[0]?.answer.error).toContain(`more than ${MAX_WAITING_CALLS} calls of the run are waiting`);
     await until(() => lines.length === total);
-    expect(lines.slice(4).map((line) => line.answer)).toEqual(
+    // Each answer names its call: on PostgreSQL's pool, calls end in any order.
+    const answers = lines.slice(4).map((line) => line.answer);
+    expect(answers.sort((a, b) => Number(a.id) - Number(b.id))).toEqual(
       Array.from({ length: MAX_WAITING_CALLS }, (_, i) => ({ id: String(i + 1), result: null })),
     );
   });
