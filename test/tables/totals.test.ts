@@ -173,6 +173,7 @@ describe('totals and pages stay the same as a plain scan', () => {
     return result.rows.map((row) => row.name);
   }
 
+  // 480 queries and the wait for four index builds: more than the default 30 s on a loaded machine.
   it('before the filter indexes exist, while they are built, and once they are', async () => {
     // Each shape asked three times is what makes its index be built.
     await expectSameAnswers('first pass');
@@ -185,7 +186,7 @@ describe('totals and pages stay the same as a plain scan', () => {
     // At most four per table, and this many shapes want more than four.
     expect(await shapeIndexes()).toHaveLength(4);
     await expectSameAnswers('with filter indexes');
-  });
+  }, 120_000);
 
   it('after inserts, updates and deletes', async () => {
     await insertRows(
