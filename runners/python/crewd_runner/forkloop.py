@@ -17,7 +17,7 @@ from . import cli, hot_pages, run_home
 from .forkanswers import AnswerPipe
 from .forkchild import Closable, run_child, wait_as_spare
 from .forkmessages import Exited, Final, Handover, Learned, RunRequest, parse
-from .forkwire import admit, exit_message, forward_signal, is_answer, kill_group, send_final
+from .forkwire import admit, exit_message, forward_signal, is_answer, kill_group, send_final, whole_lines
 from .hot_pages import Ranges
 
 # How often a server checks that its socket file is still there: crewd removes it to retire the server.
@@ -353,12 +353,7 @@ class ForkServer:
 
     def _received(self, pid: int, data: bytes) -> None:
         child = self._children[pid]
-        child.pending += data
-        if b"\n" not in data:
-            return  # an answer may come in many pieces: split once its line is whole
-        *lines, rest = bytes(child.pending).split(b"\n")
-        child.pending = bytearray(rest)
-        for line in lines:
+        for line in whole_lines(child.pending, data):
             if is_answer(line):
                 if child.answers is not None:
                     child.answers.add(line)

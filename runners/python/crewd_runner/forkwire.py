@@ -125,6 +125,16 @@ def forward_signal(pid: int, line: bytes) -> None:
         kill_group(pid, message.signum)
 
 
+def whole_lines(pending: bytearray, data: bytes) -> list[bytes]:
+    """`data` from crewd added to `pending`; the lines it completed, while the start of the next stays in `pending`."""
+    pending += data
+    if b"\n" not in data:
+        return []  # an answer may come in many pieces: split once its line is whole
+    *lines, rest = bytes(pending).split(b"\n")
+    pending[:] = rest
+    return lines
+
+
 def is_answer(line: bytes) -> bool:
     """crewd's answer to a run's call (`{"answer": …}`, store_channel), which goes to the run, not to the server."""
     return line.startswith(b'{"answer":')

@@ -17,7 +17,7 @@ from types import FrameType
 from . import cli, run_home
 from .forkloop import SOCKET_CHECK_SECONDS, file_id
 from .forkmessages import Exited, Signal, parse
-from .forkwire import SIGNALS_FROM_CLIENTS, admit, is_answer, send_final
+from .forkwire import SIGNALS_FROM_CLIENTS, admit, is_answer, send_final, whole_lines
 from .workerrun import WorkerRun
 
 
@@ -200,12 +200,7 @@ class WorkerLoop:
         self._received(run, data)
 
     def _received(self, run: WorkerRun, data: bytes) -> None:
-        run.pending += data
-        if b"\n" not in data:
-            return  # an answer may come in many pieces: split once its line is whole
-        *lines, rest = bytes(run.pending).split(b"\n")
-        run.pending = bytearray(rest)
-        for line in lines:
+        for line in whole_lines(run.pending, data):
             if is_answer(line):
                 run.answers.deliver(line)
                 continue
