@@ -89,6 +89,7 @@ class ForkServer:
         warm_up_child: WarmUp,
         header_seconds: float,
         spare_seconds: float = 60.0,
+        kept_paths: run_home.KeptPaths | None = None,
     ) -> None:
         self._listener = listener
         self._socket_path = socket_path
@@ -96,7 +97,7 @@ class ForkServer:
         self._secret = secret
         self._homes = homes
         # Where the imports kept paths of the server's home: each child points them into its run's.
-        self._kept_paths = run_home.kept_paths(homes.server)
+        self._kept_paths = run_home.kept_paths(homes.server) if kept_paths is None else kept_paths
         self._load = load
         self._warm_up_child = warm_up_child
         self._idle_seconds = idle_seconds

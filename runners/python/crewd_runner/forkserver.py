@@ -40,6 +40,8 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
 
 from . import cli, crewai_rehearsal, run_home
@@ -69,15 +71,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def preload(args: argparse.Namespace, cwd: str) -> tuple[cli.Load, WarmUp]:
+def preload(args: argparse.Namespace, cwd: str, rehearsed: bool = False) -> tuple[cli.Load, WarmUp]:
     """(load, warm_up_child): imports the crew now; an import error is kept and fails each run, as it would without
     the server. `warm_up_child` is what a child forked ahead does while it waits (or None). CrewAI's rehearsal comes
-    first: no listener or hook of the crew's module may hear it."""
-    try:
-        cli.rehearse(args)
-    except crewai_rehearsal.ThreadsLeft as error:
-        # Runs then run without a server (crewd waits a while before it starts another).
-        sys.exit(f"crewd fork server: {error}")
+    first: no listener or hook of the crew's module may hear it (a version server's environment server `rehearsed`)."""
+    if not rehearsed:
+        try:
+            cli.rehearse(args)
+        except crewai_rehearsal.ThreadsLeft as error:
+            # Runs then run without a server (crewd waits a while before it starts another).
+            sys.exit(f"crewd fork server: {error}")
     try:
         loaded = cli.load_entry(args, cwd)
         warm_up_child = cli.warm_up(args)
@@ -111,29 +114,55 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_now)
     homes = run_home.Homes()
     try:
-        load, warm_up_child = preload(args, os.getcwd())
-        listener = listen(args.socket)
-        server = ForkServer(
-            listener,
-            args.socket,
-            secret,
-            homes,
-            load,
-            args.idle_exit,
-            warm_up_child,
-            args.header_seconds,
-            args.spare_seconds,
-        )
-        # What was imported stays shared with the children: a collection in a child would touch every object and
-        # copy the pages that hold them.
-        gc.freeze()
-        try:
-            server.serve()
-        finally:
-            server.drain()
+        serve(args, secret, homes, os.getcwd())
     finally:
         homes.remove()
     return 0
+
+
+def serve(
+    args: argparse.Namespace,
+    secret: bytes,
+    homes: run_home.Homes,
+    cwd: str,
+    environment: Inherited | None = None,
+    on_listening: Callable[[], None] | None = None,
+) -> None:
+    """Imports the version's code, listens and serves its runs until idle or told to stop. A version server passes
+    what it `environment` server (envserver) already did: the rehearsal, the kept paths it found in its modules."""
+    load, warm_up_child = preload(args, cwd, rehearsed=environment is not None)
+    listener = listen(args.socket)
+    kept = run_home.kept_paths(homes.server, environment.modules if environment else frozenset())
+    server = ForkServer(
+        listener,
+        args.socket,
+        secret,
+        homes,
+        load,
+        args.idle_exit,
+        warm_up_child,
+        args.header_seconds,
+        args.spare_seconds,
+        (environment.kept_paths if environment else []) + kept,
+    )
+    if on_listening is not None:
+        on_listening()
+    # What was imported stays shared with the children: a collection in a child would touch every object and
+    # copy the pages that hold them.
+    gc.freeze()
+    try:
+        server.serve()
+    finally:
+        server.drain()
+
+
+@dataclass(frozen=True)
+class Inherited:
+    """What a version server got from its environment server: the names of the modules that were imported there,
+    and where those keep paths of the environment server's home (which the version server keeps as its own)."""
+
+    modules: frozenset[str]
+    kept_paths: run_home.KeptPaths
 
 
 def _exit_now(_signum: int, _frame: FrameType | None) -> None:

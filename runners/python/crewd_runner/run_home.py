@@ -49,8 +49,14 @@ class Homes:
     """The server's own home and, beside it, a folder holding one home per run. That folder can be passed but not
     listed (0711) and each run's home has an unguessable name, so a run finds no other run's home."""
 
-    def __init__(self) -> None:
-        self.root = tempfile.mkdtemp(prefix="crewd-server-")
+    def __init__(self, root: str | None = None) -> None:
+        """`root`: where (a version server keeps its environment server's path: the paths its imports kept point
+        there); a new folder in TMPDIR unless given."""
+        if root is None:
+            root = tempfile.mkdtemp(prefix="crewd-server-")
+        else:
+            os.makedirs(root, 0o700)
+        self.root = root
         self.server = make_home(self.root, "server")
         self.runs = os.path.join(self.root, "runs")
         os.mkdir(self.runs, 0o711)
@@ -83,12 +89,16 @@ def _under(value: object, prefix: str) -> bool:
     return issubclass(kind, PurePath) and _under(str(value), prefix)
 
 
-def kept_paths(prefix: str) -> KeptPaths:
+def kept_paths(prefix: str, passed_over: frozenset[str] = frozenset()) -> KeptPaths:
     """Where the modules keep a path inside `prefix` (a constant computed at import, such as CrewAI's storage paths):
     (namespace, name) pairs. Objects made at import are not looked into: a crew built at import gets its storage
-    again in each run (crewai_adapter)."""
+    again in each run (crewai_adapter). The modules named in `passed_over` are not read: a version server forked
+    from its environment server passes over the environment's modules (their paths were found there), since reading
+    a value writes its reference count, which would copy the environment's pages into the version server."""
     found: KeptPaths = []
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
+        if name in passed_over:
+            continue
         namespace = getattr(module, "__dict__", None)
         if isinstance(namespace, dict):
             found.extend((namespace, name) for name, value in list(namespace.items()) if _under(value, prefix))

@@ -1,0 +1,173 @@
+"""A version server's own view inside its environment server's sandbox (docs/ARCHITECTURE.md, "Memory per
+deployment: environment servers"): namespaces of its own, the environment's folder (its sockets and its portal of
+versions' files) covered but for the version's own socket folder and built files, fresh private folders (/tmp, the
+home, /dev/shm), a PID namespace of its own whose first process serves the version, and no capability left.
+
+The environment server's sandbox (bwrap) gave it a user namespace whose capabilities its init dropped; `unshare` of a
+new user namespace gives them back over the new namespaces only. Mounts that came from the environment's sandbox are
+locked together with what covers them: a version server cannot uncover another version's files.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+from dataclasses import dataclass
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+LAST_CAPABILITY = 63
+# The covers: small, read-only once the version's own folders are bound in.
+COVER_OPTIONS = "size=64k,mode=0755"
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _checked(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    encoded = [value.encode() if value is not None else None for value in (source, target, fstype, data)]
+    _checked(_libc.mount(encoded[0], encoded[1], encoded[2], flags, encoded[3]), f"mount on {target}")
+
+
+@dataclass(frozen=True)
+class View:
+    """What a version server keeps of its environment's sandbox. `environment_folder`: the environment server's
+    folder (its socket, its portal, its version servers' socket folders), covered but for `socket_folder` (writable)
+    and `version_folder` (read-only), both inside it. `private`: folders the environment's sandbox made writable,
+    each made a fresh tmpfs of the same size."""
+
+    environment_folder: str
+    socket_folder: str
+    version_folder: str
+    private: tuple[str, ...]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == os.path.abspath(folder)
+
+
+def narrow(view: View) -> None:
+    """Namespaces of its own, then the covers. Afterwards this process sees its own files only; the next process
+    it forks is the first of its new PID namespace (`enter_pid_namespace`)."""
+    for path in (view.socket_folder, view.version_folder):
+        if not _inside(path, view.environment_folder) or os.path.abspath(path) == view.environment_folder:
+            raise ValueError(f"{path} is not inside the environment's folder {view.environment_folder}")
+    sizes = {folder: _size_of(folder) for folder in view.private if os.path.isdir(folder)}
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+    _checked(_libc.unshare(flags), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as control:
+            control.write(text)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Opened in the new mount namespace: a descriptor of the old one cannot be bind-mounted (EINVAL).
+    kept = {
+        view.socket_folder: os.open(view.socket_folder, os.O_PATH | os.O_DIRECTORY),
+        view.version_folder: os.open(view.version_folder, os.O_PATH | os.O_DIRECTORY),
+    }
+    # The private folders first: the environment's folder may lie in one (a test's /tmp), and is made again there.
+    for folder, size in sizes.items():
+        mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    cover = view.environment_folder
+    os.makedirs(cover, exist_ok=True)
+    mount("tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV, COVER_OPTIONS)
+    for path, descriptor in kept.items():
+        os.makedirs(path, exist_ok=True)
+        mount(f"/proc/self/fd/{descriptor}", path, None, MS_BIND | MS_REC)
+        os.close(descriptor)
+    read_only = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+    mount(None, view.version_folder, None, read_only)
+    mount(None, cover, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _size_of(folder: str) -> int:
+    info = os.statvfs(folder)
+    return max(info.f_blocks * info.f_frsize, 1 << 20)
+
+
+def enter_pid_namespace(pid_max: int | None, leave_behind: list[int]) -> None:
+    """Forks the first process of the new PID namespace and returns in it; this process stays behind, waits for it
+    and exits with its status (it passes SIGTERM on). The first process mounts a /proc of the namespace: only the
+    version's processes. Where the kernel refuses it (crewd run as root: bwrap covered parts of its /proc, and a
+    fresh one would show them), /proc is an empty read-only folder instead, so no process of another version shows.
+    Then it bounds the namespace's processes (`pid_max`, where /proc is its own) and drops every capability. The
+    process that stays behind closes the descriptors in `leave_behind` first (they are the first process's)."""
+    pid = os.fork()
+    if pid:
+        for descriptor in leave_behind:
+            os.close(descriptor)
+        _stay_behind(pid)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        own_proc = True
+    except PermissionError:
+        mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
+        own_proc = False
+    if own_proc and pid_max is not None:
+        try:
+            with open("/proc/sys/kernel/pid_max", "w") as control:
+                control.write(str(pid_max))
+        except OSError:
+            pass  # before Linux 6.14 pid_max is not per namespace; the sandbox's own bound holds
+    drop_capabilities()
+
+
+def _stay_behind(pid: int) -> None:
+    def pass_on(signum: int, _frame: object) -> None:
+        os.kill(pid, signum)
+
+    signal.signal(signal.SIGTERM, pass_on)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def drop_capabilities() -> None:
+    for capability in range(LAST_CAPABILITY + 1):
+        _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    _checked(_libc.capset(ctypes.byref(_CapHeader(LINUX_CAPABILITY_VERSION_3, 0)), (_CapData * 2)()), "capset")
+    _checked(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def read_pid_max() -> int | None:
+    try:
+        with open("/proc/sys/kernel/pid_max") as control:
+            return int(control.read().strip())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,112 @@
+"""The environment server (crewd_runner.envserver): versions of one environment share its process and its imports,
+each version server sees only its own files and processes, and the environment server never holds a version's
+variables."""
+
+import shutil
+import sys
+
+import pytest
+from envserver_support import Environment, descendants, memory_holds, run_in_version
+
+from forkserver_support import SECRET
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the environment server runs in bwrap")
+
+# A graph that says what its run sees: the portal, another version's file, the processes in /proc, a variable.
+LOOKING_GRAPH = """
+import os
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict, total=False):
+    other: str
+    seen: dict
+
+
+def look(state):
+    here = os.getcwd()
+    portal = os.path.dirname(here)
+    try:
+        with open(state["other"]) as file:
+            other = file.read()
+    except OSError as error:
+        other = type(error).__name__
+    try:
+        sockets = sorted(os.listdir(os.path.dirname(portal)))
+    except OSError as error:
+        sockets = [type(error).__name__]
+    processes = sorted(name for name in os.listdir("/proc") if name.isdigit())
+    return {"seen": {"portal": sorted(os.listdir(portal)), "other": other, "sockets": sockets,
+                     "processes": processes, "variable": os.environ.get("VERSION_VARIABLE"), "pid": os.getpid()}}
+
+
+builder = StateGraph(State)
+builder.add_node("look", look)
+builder.add_edge(START, "look")
+builder.add_edge("look", END)
+graph = builder.compile()
+"""
+ENTRY = ["--graph", "look.py:graph"]
+
+
+@pytest.fixture
+def environment():
+    environment = Environment("graph", "--idle-exit", "120")
+    yield environment
+    environment.stop()
+
+
+def seen(events):
+    ended = [event for event in events if event.get("type") == "run.completed"]
+    assert ended, events
+    return ended[-1]["data"]["output"]["seen"]
+
+
+def test_two_versions_are_served_by_one_environment_server(environment):
+    first = environment.add_version("a", {"look.py": LOOKING_GRAPH, "mine.txt": "version a"})
+    second = environment.add_version("b", {"look.py": LOOKING_GRAPH, "mine.txt": "version b"})
+    sockets = [environment.ask(first, ENTRY), environment.ask(second, ENTRY)]
+    assert all(not isinstance(path, str) for path in sockets), sockets
+    for path, folder, other in ((sockets[0], first, second), (sockets[1], second, first)):
+        events, final = run_in_version(path, folder, {"other": str(other / "mine.txt")}, {"VERSION_VARIABLE": "x"})
+        assert final == {"exit_code": 0}
+        view = seen(events)
+        # Its own files only, no other version's socket folder, only its own processes.
+        assert view["portal"] == [folder.name]
+        assert view["other"] in ("FileNotFoundError", "PermissionError")
+        assert view["sockets"] == sorted([path.parent.name, "v"])
+        assert view["variable"] == "x"
+        assert all(int(pid) < 10 for pid in view["processes"])
+    # One sandbox: every version server is a process under the one environment server.
+    assert len(descendants(environment.process.pid)) >= 2 + 2 * 2
+
+
+def test_the_environment_server_never_holds_a_versions_variables(environment):
+    folder = environment.add_version("a", {"look.py": LOOKING_GRAPH})
+    marker = "secret-of-the-deployment-" + "5" * 24
+    path = environment.ask(folder, ENTRY, {"VERSION_VARIABLE": marker})
+    assert not isinstance(path, str), path
+    events, _ = run_in_version(path, folder, {"other": "/nothing"}, {"VERSION_VARIABLE": marker})
+    assert seen(events)["variable"] == marker
+    # The sandbox's processes: bwrap, its init, setpriv's program (the environment server) and below it.
+    tree = descendants(environment.process.pid)
+    holders = [pid for pid in tree if memory_holds(pid, marker.encode())]
+    server = next(pid for pid in tree if _is_environment_server(pid))  # breadth first: the first is the server
+    assert holders, "the version server holds the variables it was given"
+    assert server not in holders
+
+
+def test_a_request_without_the_secret_is_refused(environment):
+    folder = environment.add_version("a", {"look.py": LOOKING_GRAPH})
+    answer = environment.ask(folder, ENTRY, secret="00" * 32)
+    assert answer == ""
+    assert environment.ask(folder, ENTRY, secret=SECRET) != ""
+
+
+def _is_environment_server(pid):
+    """The environment server is the first python of the tree (bwrap's argv names the module too)."""
+    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+        words = cmdline.read().split(b"\0")
+    return words[:3] == [sys.executable.encode(), b"-m", b"crewd_runner.envserver"]
