@@ -41,18 +41,20 @@ function requiredTool(name: string): string {
 }
 
 /**
- * What runs first in the sandbox, with the capabilities of its user namespace: it waits for the
- * network where the setting has one to wait for (network.ts), bounds the PID namespace
- * (per-namespace pid_max, Linux 6.14 and newer; RLIMIT_NPROC does not bind root), sets the run's
- * limits and drops every capability, so that nothing after it can undo a mount.
+ * What runs first in the sandbox, with the capabilities of its user namespace: it does what the
+ * network needs there (network.ts: for `isolated`, its routes and the wait for the stack; `gate`
+ * and its arguments), bounds the PID namespace (per-namespace pid_max, Linux 6.14 and newer;
+ * RLIMIT_NPROC does not bind root), sets the run's limits and drops every capability, so that
+ * nothing after it can undo a mount or a route.
  */
-function initPrefix(limits: RunLimits, network: RunnerNetwork): string[] {
+function initPrefix(limits: RunLimits, gate: { script: string; args: string[] }): string[] {
   const cpu = limits.cpuSeconds;
   return [
     '/bin/sh',
     '-c',
-    `${networkGate(network)}echo ${limits.processes + RESERVED_PIDS} > /proc/sys/kernel/pid_max 2>/dev/null; exec "$@"`,
+    `${gate.script}echo ${limits.processes + RESERVED_PIDS} > /proc/sys/kernel/pid_max 2>/dev/null; exec "$@"`,
     'sh',
+    ...gate.args,
     requiredTool('prlimit'),
     `--cpu=${cpu}:${cpu + CPU_GRACE_SECONDS}`,
     `--data=${limits.memoryMb * MIB}`,
@@ -70,9 +72,12 @@ function initPrefix(limits: RunLimits, network: RunnerNetwork): string[] {
  * The namespaces every runner gets (CONTRACTS §12): its own user (its capabilities dropped by
  * initPrefix), PID, IPC and UTS namespaces, and the network's.
  */
-function namespaceArguments(network: RunnerNetwork): string[] {
+function namespaceArguments(network: RunnerNetwork, notRoot: boolean): string[] {
   const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
   if (bwrapUnsharesNetwork(network)) args.push('--unshare-net');
+  // As root, bwrap keeps the capabilities of a user other than root only when told to: initPrefix needs them, then
+  // drops them all.
+  if (notRoot && process.getuid?.() === 0) args.push('--uid', '1000', '--gid', '1000', '--cap-add', 'ALL');
   args.push('--die-with-parent');
   return args;
 }
@@ -153,13 +158,11 @@ export function folderIdentity(folder: string): string {
 export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   const limits = options.limits ?? DEFAULT_RUN_LIMITS;
   const hidden = hiddenFolders(options);
-  /** What runs first in a sandbox of each network (initPrefix), the same for every process. */
-  const prefixes: Record<RunnerNetwork, string[]> = {
-    isolated: initPrefix(limits, 'isolated'),
-    on: initPrefix(limits, 'on'),
-    off: initPrefix(limits, 'off'),
-  };
-  const prefixFor = (network: RunnerNetwork): string[] => prefixes[network];
+  /** What runs first in a sandbox of each network (initPrefix); `isolated`'s routes are read at each call. */
+  const plain = { script: '', args: [] };
+  const prefixes = { on: initPrefix(limits, plain), off: initPrefix(limits, plain) };
+  const prefixFor = (network: RunnerNetwork): string[] =>
+    network === 'isolated' ? initPrefix(limits, networkGate(network, options.networkSetup ?? null)) : prefixes[network];
   const extra = options.extraPaths ?? [];
   const view = machineView(
     [installationFolder(), nodeFolder(), ...(options.runtimes ?? []), ...extra, ...extra.flatMap(pythonsOf)],
@@ -179,7 +182,10 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
 
   /** Everything but the writable folders: the same for every run of a version. */
   function readOnlyArguments(plan: ProcessPlan, cwd: string, confinement: Confinement): string[] {
-    const args = [...namespaceArguments(confinement.network ?? options.network), ...common];
+    const args = [
+      ...namespaceArguments(confinement.network ?? options.network, confinement.notRoot === true),
+      ...common,
+    ];
     const readOnly = confinement.readOnly.map(realFolder);
     const runtimes = readOnly.flatMap(pythonsOf).filter((folder) => !view.shown.some((shown) => within(folder, shown)));
     for (const folder of [...new Set(runtimes), ...readOnly]) args.push('--ro-bind', folder, folder);

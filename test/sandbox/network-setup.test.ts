@@ -221,6 +221,15 @@ describe.runIf(canIsolate)('the isolated network, set up beside the sandbox (RUN
     expect(existsSync(marker)).toBe(false);
   });
 
+  it('fails the start, saying why, when the routes cannot be set, and the process never runs', async () => {
+    const marker = path.join(work, 'ran-unrouted');
+    const broken = { ...setup, tools: { ...setup.tools, ip: '/bin/false' } };
+    const run = start(['/bin/sh', '-c', `touch ${marker}`], '', broken);
+    expect(await run.exit).toBe(125);
+    expect(run.errors()).toContain("the run's isolated network could not be set up: ip could not set its routes");
+    expect(existsSync(marker)).toBe(false);
+  });
+
   it("reaches no server of another sandbox: not at the stack's addresses, its loopback or the host's", async () => {
     const server = start([process.execPath, '-e', LISTEN], null);
     await until(() => /listening \d+/.test(server.output()));
