@@ -69,15 +69,24 @@ function initPrefix(limits: RunLimits, gate: { script: string; args: string[] })
 }
 
 /**
+ * Confinement.notRoot when crewd runs as root: before setpriv, with the capabilities the sandbox's user namespace
+ * has, one more user namespace in which the process is user 1000 (not root), so that its own user namespaces may
+ * map its user (mapping root needs CAP_SETFCAP, which setpriv drops).
+ */
+function notRootPrefix(prefix: string[]): string[] {
+  if (process.getuid?.() !== 0) return prefix;
+  const at = prefix.indexOf(requiredTool('setpriv'));
+  const unshare = [requiredTool('unshare'), '--user', '--map-user=1000', '--map-group=1000', '--'];
+  return [...prefix.slice(0, at), ...unshare, ...prefix.slice(at)];
+}
+
+/**
  * The namespaces every runner gets (CONTRACTS §12): its own user (its capabilities dropped by
  * initPrefix), PID, IPC and UTS namespaces, and the network's.
  */
-function namespaceArguments(network: RunnerNetwork, notRoot: boolean): string[] {
+function namespaceArguments(network: RunnerNetwork): string[] {
   const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
   if (bwrapUnsharesNetwork(network)) args.push('--unshare-net');
-  // As root, bwrap keeps the capabilities of a user other than root only when told to: initPrefix needs them, then
-  // drops them all.
-  if (notRoot && process.getuid?.() === 0) args.push('--uid', '1000', '--gid', '1000', '--cap-add', 'ALL');
   args.push('--die-with-parent');
   return args;
 }
@@ -182,10 +191,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
 
   /** Everything but the writable folders: the same for every run of a version. */
   function readOnlyArguments(plan: ProcessPlan, cwd: string, confinement: Confinement): string[] {
-    const args = [
-      ...namespaceArguments(confinement.network ?? options.network, confinement.notRoot === true),
-      ...common,
-    ];
+    const args = [...namespaceArguments(confinement.network ?? options.network), ...common];
     const readOnly = confinement.readOnly.map(realFolder);
     const runtimes = readOnly.flatMap(pythonsOf).filter((folder) => !view.shown.some((shown) => within(folder, shown)));
     for (const folder of [...new Set(runtimes), ...readOnly]) args.push('--ro-bind', folder, folder);
@@ -217,7 +223,8 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
       args.push('--bind', real, real);
     }
     const network = confinement.network ?? options.network;
-    args.push(...SEAL, '--chdir', cwd, '--', ...prefixFor(network), ...SPARE_SHELL);
+    const prefix = confinement.notRoot ? notRootPrefix(prefixFor(network)) : prefixFor(network);
+    args.push(...SEAL, '--chdir', cwd, '--', ...prefix, ...SPARE_SHELL);
     const command = withNetwork(confinement, [options.bwrapPath, ...args]);
     return { command, cwd, env: {}, line: spareLine({ ...plan, cwd }) };
   }
@@ -232,7 +239,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
       const cwd = realFolder(plan.cwd);
       const [writable, ...more] = confinement.writable.map(realFolder);
       const scratch = writable !== undefined && writable === cwd && path.dirname(cwd) === runsFolder ? cwd : null;
-      if (more.length > 0 || (writable !== undefined && !scratch)) return null;
+      if (more.length > 0 || (writable !== undefined && !scratch) || confinement.notRoot) return null;
       assertExportable(plan.env);
       const args = readOnlyArguments(plan, cwd, confinement);
       // stat follows links, so the folders as given name the same files as their real paths (found above already).

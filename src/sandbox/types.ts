@@ -30,6 +30,12 @@ export interface Confinement {
   homeFiles?: HomeFile[];
   /** Overrides RUNNER_NETWORK for this process. */
   network?: RunnerNetwork;
+  /**
+   * The process is not root in its sandbox even when crewd runs as root (user 1000 of a user namespace of its own
+   * there): a Python environment server, whose version servers map their user into user namespaces of their own,
+   * which may not map root.
+   */
+  notRoot?: boolean;
 }
 
 /**
