@@ -22,6 +22,22 @@ import { type CallHandler, RunCalls } from './run-calls.js';
 import { prepareRunFolder, removeScratchFolder, runnerEnvironment } from './run-setup.js';
 import { RunningRuns } from './running-runs.js';
 
+/**
+ * The launcher a run falls back on when its version's fork server cannot take it: the program is checked
+ * (program-check.ts) before that start only. A run the server takes needs no look-up on PATH: the server runs that
+ * program already (the look-up was most of the service's file `stat`s per run, about 0.9 ms of CPU).
+ */
+function checkedFirst(launcher: ProcessLauncher, missing: () => string | null): ProcessLauncher {
+  return {
+    start: () => launcher.start(),
+    stop: () => launcher.stop(),
+    launch(request) {
+      const why = missing();
+      return why ? Promise.resolve({ error: why }) : launcher.launch(request);
+    },
+  };
+}
+
 /** What a run of a version starts with, beyond the runner protocol's own variables. */
 export interface VersionLaunch {
   /** The built project folder, or null for the version's own `cwd` (command versions). */
@@ -181,9 +197,14 @@ export function createActiveRuns(options: ActiveRunsOptions) {
   async function startProcess(run: ActiveRun, place: RunPlace): Promise<{ exited: Promise<ProcessExit> }> {
     const { spec, cwd } = place;
     const env = runnerEnvironment(spec, options.runnerPath);
-    const missing = missingProgram(place.command, cwd, env.PATH ?? '');
-    if (missing) return { exited: Promise.resolve({ kind: 'spawn_failed', error: missing }) };
-    const launcher = place.forkSocket ? forkServerFirst(place.forkSocket, options.launcher) : options.launcher;
+    const missing = () => missingProgram(place.command, cwd, env.PATH ?? '');
+    if (!place.forkSocket) {
+      const why = missing();
+      if (why) return { exited: Promise.resolve({ kind: 'spawn_failed', error: why }) };
+    }
+    const launcher = place.forkSocket
+      ? forkServerFirst(place.forkSocket, checkedFirst(options.launcher, missing))
+      : options.launcher;
     const answers = takesAnswers(place.command);
     const request = JSON.stringify({
       run_id: spec.run.id,
