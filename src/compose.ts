@@ -195,6 +195,8 @@ export async function composeServices({ config, database, logger, ...options }: 
     idleSeconds: config.pythonForkServerIdleSeconds,
     killGraceMs: timings.killGraceMs,
     isolation: { isolation: config.runIsolation, workerConcurrency: config.runWorkerConcurrency },
+    // A version server narrows its environment's bwrap sandbox to its own version (versionview.py).
+    environmentServers: sandbox.kind === 'bubblewrap',
   });
   const builds = createBuildService({
     db,

@@ -7,12 +7,15 @@ import type { ForkServerAddress } from '../execution/fork-server-launcher.js';
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
 import { LineSplitter } from '../execution/line-splitter.js';
 import { type VersionServerSetting, versionServerCommand } from '../execution/worker-command.js';
+import { createEnvironmentServers, type EnvironmentPlace } from './environment-servers.js';
 
 /** Where and how a version's runs start: its built files as cwd, its env, what it may read. */
 export interface ServerPlace {
   cwd: string;
   env: Record<string, string>;
   readOnly: string[];
+  /** Its built environment, where it has one: its versions can share an environment server. */
+  environment?: EnvironmentPlace | undefined;
 }
 
 /** A run of a version through its fork server: the socket crewd asks it on (src/execution/fork-server-launcher.ts). */
@@ -30,6 +33,11 @@ export interface ForkServersOptions {
   killGraceMs: number;
   /** RUN_ISOLATION=deployment starts a worker per version instead of a fork server (execution/worker-command.ts). */
   isolation?: VersionServerSetting;
+  /**
+   * Versions with a built environment get a version server forked from their environment's server
+   * (environment-servers.ts) instead of a fork server of their own: in the bubblewrap sandbox, under RUN_ISOLATION=run.
+   */
+  environmentServers?: boolean;
 }
 
 interface ForkServer {
@@ -47,8 +55,8 @@ const RETRY_AFTER_FAILURE_MS = 30_000;
 const MAX_LOG_LINE_BYTES = 16 * 1024;
 /** A Unix socket's path holds at most 107 bytes and a NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;
-/** What a server's folder and socket add to the root's path: `/<n>/s`, with room for the count. */
-const SERVER_PATH_BYTES = 12;
+/** What a server's folder and socket add to the root's path: `/e<n>/s/<m>/s` at most, with room for the counts. */
+const SERVER_PATH_BYTES = 24;
 
 /** `python -m crewd_runner --crew|--flow|--graph TARGET`, as project detection makes it (src/builds/project.ts). */
 export function pythonRunnerEntry(command: readonly string[]): [string, string] | null {
@@ -87,6 +95,8 @@ export function createForkServers(options: ForkServersOptions) {
   let root: string | null | undefined;
   let count = 0;
   let stopping = false;
+  const environments = createEnvironmentServers(options);
+  const sharing = options.environmentServers === true && options.isolation?.isolation !== 'deployment';
 
   /**
    * The folder of this crewd's server sockets, `DATA_DIR/f/<random>` (0700): every sandbox hides DATA_DIR, and each
@@ -177,6 +187,9 @@ export function createForkServers(options: ForkServersOptions) {
       if (Date.now() - (failedAt.get(versionId) ?? 0) < RETRY_AFTER_FAILURE_MS) return null;
       const within = socketRoot();
       if (within === null) return null;
+      if (sharing && place.environment) {
+        return environments.forkedRun(versionId, entry, place, place.environment, within);
+      }
       const key = createHash('sha256')
         .update(JSON.stringify([command, place]))
         .digest('hex');
@@ -190,6 +203,7 @@ export function createForkServers(options: ForkServersOptions) {
     forget(versionId: string): void {
       const server = servers.get(versionId);
       if (server) retire(versionId, server);
+      environments.forget(versionId);
     },
 
     /** Stops every server (after the runs: a server's children are runs) and removes the socket folders. */
@@ -197,7 +211,7 @@ export function createForkServers(options: ForkServersOptions) {
       stopping = true;
       const all = [...live];
       for (const server of all) void server.process?.endGroup(options.killGraceMs);
-      await Promise.all(all.map((server) => server.exited));
+      await Promise.all([...all.map((server) => server.exited), environments.stop()]);
       if (root) rmSync(root, { recursive: true, force: true });
     },
   };

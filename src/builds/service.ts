@@ -299,7 +299,14 @@ export function createBuildService(options: BuildServiceOptions) {
         ...(built.environmentDir ? [built.environmentDir] : []),
         ...runner,
       ];
-      const place = { cwd: built.projectDir, env, readOnly };
+      const environment = built.environmentDir
+        ? {
+            folder: built.environmentDir,
+            env: environmentVariables(built, version.env, runnerPath),
+            readOnly: [built.environmentDir, ...runner],
+          }
+        : undefined;
+      const place = { cwd: built.projectDir, env, readOnly, environment };
       const forked = options.forkServers?.forkedRun(version.id, version.command, place);
       return forked ? { ...place, ...forked } : place;
     },
@@ -332,3 +339,20 @@ export function createBuildService(options: BuildServiceOptions) {
 }
 
 export type BuildService = ReturnType<typeof createBuildService>;
+
+/**
+ * What a version's environment server is started with (fork-servers.ts): the version's own env (its crewd.json)
+ * without the import paths in its project, which only its version server sees; never the deployment's variables.
+ */
+function environmentVariables(
+  built: BuiltVersion,
+  versionEnv: Record<string, string>,
+  runnerPath: string,
+): Record<string, string> {
+  const { PYTHONPATH, ...env } = builtVersionEnv(built, {}, versionEnv, runnerPath);
+  const project = built.projectDir;
+  const outside = (PYTHONPATH ?? '').split(':').filter((entry) => entry !== '' && !within(entry, project));
+  return outside.length > 0 ? { ...env, PYTHONPATH: outside.join(':') } : env;
+}
+
+const within = (entry: string, folder: string) => entry === folder || entry.startsWith(`${folder}/`);

@@ -8,6 +8,28 @@ export interface ForkServerAddress {
   path: string;
   /** 32 random bytes in hex, given to the server on its standard input (src/builds/fork-servers.ts). */
   secret: string;
+  /**
+   * Where the server sees the version's files, when not where crewd does (an environment's version server sees
+   * them in its portal, src/builds/environment-servers.ts): the run's folder and PYTHONPATH are moved there.
+   */
+  moved?: { from: string; to: string };
+}
+
+/** `value`'s `:`-separated paths inside `from`, moved to `to`. */
+export function movedPaths(value: string, from: string, to: string): string {
+  return value
+    .split(':')
+    .map((entry) => (entry === from || entry.startsWith(`${from}/`) ? to + entry.slice(from.length) : entry))
+    .join(':');
+}
+
+/** The run's folder and variables as its server sees them. */
+function seenBy(server: ForkServerAddress, request: LaunchRequest): { cwd: string; env: Record<string, string> } {
+  const { moved } = server;
+  if (!moved) return { cwd: request.cwd, env: request.env };
+  const env = { ...request.env };
+  if (env.PYTHONPATH !== undefined) env.PYTHONPATH = movedPaths(env.PYTHONPATH, moved.from, moved.to);
+  return { cwd: movedPaths(request.cwd, moved.from, moved.to), env };
 }
 
 /** The byte before the server's last words: the runner's JSON lines never hold a raw NUL. */
@@ -85,7 +107,7 @@ export function launchInForkServer(server: ForkServerAddress, request: LaunchReq
         stderr.end();
         resolveExit(final === null ? null : exitStatus(final, stdout));
       });
-      const header = { secret: server.secret, env: request.env, cwd: request.cwd, stdin: request.stdin ?? '' };
+      const header = { secret: server.secret, ...seenBy(server, request), stdin: request.stdin ?? '' };
       socket.write(`${JSON.stringify(header)}\n`);
 
       const signal = (number: number) => {

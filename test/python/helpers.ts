@@ -59,25 +59,48 @@ export function testVenvBundleEnv(): Record<string, string> {
   return { ...offline, PYTHONPATH: path.join(venv, 'lib', version as string, 'site-packages') };
 }
 
-/** The sockets of the Python fork servers of the crewd on `dataDir`, as they lie on disk (`DATA_DIR/f/<own>/<n>/s`). */
+/**
+ * The sockets of the Python fork servers of the crewd on `dataDir`, as they lie on disk: a version's own fork server's
+ * (`DATA_DIR/f/<own>/<n>/s`), or its version server's in its environment's folder (`DATA_DIR/f/<own>/e<n>/s/<m>/s`).
+ */
 export function forkServerSockets(dataDir: string): string[] {
   const root = path.join(dataDir, 'f');
   if (!existsSync(root)) return [];
   return readdirSync(root).flatMap((own) =>
+    readdirSync(path.join(root, own)).flatMap((server) => {
+      if (!server.startsWith('e')) return [path.join(root, own, server, 's')].filter((socket) => existsSync(socket));
+      const sockets = path.join(root, own, server, 's');
+      if (!existsSync(sockets)) return [];
+      return readdirSync(sockets)
+        .map((version) => path.join(sockets, version, 's'))
+        .filter((socket) => existsSync(socket));
+    }),
+  );
+}
+
+/** The environment servers' sockets of the crewd on `dataDir` (`DATA_DIR/f/<own>/e<n>/s/e`). */
+export function environmentServerSockets(dataDir: string): string[] {
+  const root = path.join(dataDir, 'f');
+  if (!existsSync(root)) return [];
+  return readdirSync(root).flatMap((own) =>
     readdirSync(path.join(root, own))
-      .map((server) => path.join(root, own, server, 's'))
+      .filter((server) => server.startsWith('e'))
+      .map((server) => path.join(root, own, server, 's', 'e'))
       .filter((socket) => existsSync(socket)),
   );
 }
 
-/** Host pids of the fork server of the crewd on `dataDir` and its children (they keep the server's command line). */
-export function forkServerPythons(dataDir: string): number[] {
+/**
+ * Host pids of the Python servers of the crewd on `dataDir` and their children (they keep the server's command
+ * line): fork servers, and environment servers with the version servers forked from them.
+ */
+export function forkServerPythons(dataDir: string, modules = ['crewd_runner.forkserver', 'crewd_runner.envserver']) {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       const python = !path.basename(args[0] ?? '').startsWith('bwrap');
-      if (python && args.includes('crewd_runner.forkserver') && args.join(' ').includes(dataDir)) {
+      if (python && modules.some((module) => args.includes(module)) && args.join(' ').includes(dataDir)) {
         if (!/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${entry}/stat`, 'utf8'))) pids.push(Number(entry));
       }
     } catch {

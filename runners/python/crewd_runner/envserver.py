@@ -1,11 +1,13 @@
 """An environment server: imports a framework once for the versions of one organization's environment, and forks a
 version server for each (docs/ARCHITECTURE.md, "Memory per deployment: environment servers").
 
-`python -m crewd_runner.envserver --kind graph|crew|flow --socket PATH [--private FOLDER]... [--idle-exit S]
-[--spare-seconds S] [--header-seconds S]`, started in a sandbox of its own with the environment's variables only,
-with a secret of 32 bytes in hex as the first line of its standard input. The socket's folder is the environment's
-folder: it holds the portal (the versions' built files, read-only) and a socket folder per version server. crewd
-asks it for a version server on its socket:
+`python -m crewd_runner.envserver --kind graph|crew --folder FOLDER --socket PATH [--private FOLDER]...
+[--idle-exit S] [--spare-seconds S] [--header-seconds S]`, started in a sandbox of its own with the environment's
+variables only, with a secret of 32 bytes in hex as the first line of its standard input. FOLDER, the environment's
+folder, holds its sockets' folder (writable: its socket and a folder per version server) and its portal (the
+versions' built files, read-only); each version server covers it but for its own two folders. `--private`: the
+sandbox's writable folders that each version server gets anew (its /tmp, home, /dev/shm). crewd asks it for a
+version server on its socket:
 
 1. crewd (SO_PEERCRED and the server's secret, as with a fork server) sends one JSON line
    `{"secret": "…", "entry": ["--graph", "graph.py:graph"], "folder": "…", "socket": "…"}`: the version's entry,
@@ -59,6 +61,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="python -m crewd_runner.envserver", description=(__doc__ or "").split("\n")[0]
     )
     parser.add_argument("--kind", required=True, choices=["graph", "crew", "flow"])
+    parser.add_argument("--folder", required=True, help="the environment's folder (sockets and portal)")
     parser.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
     parser.add_argument("--private", action="append", default=[], help="a writable folder each version gets anew")
     parser.add_argument("--idle-exit", type=float, default=600.0)
@@ -130,10 +133,11 @@ class EnvironmentServer:
         self._args = args
         self._secret = secret
         self._homes = homes
-        self._folder = os.path.dirname(os.path.abspath(args.socket))
+        self._folder = os.path.abspath(args.folder)
         self._listener = forkserver.listen(args.socket)
         self._socket_id = file_id(args.socket)
-        self._children: set[int] = set()
+        # Each version server's first process, and the socket its server listens at.
+        self._children: dict[int, str] = {}
         self._stop = False
         self._inherited = forkserver.Inherited(frozenset(sys.modules), run_home.kept_paths(homes.server))
 
@@ -172,12 +176,16 @@ class EnvironmentServer:
         self._stop = True
 
     def _reap(self) -> None:
-        for pid in list(self._children):
+        """Notes the version servers that ended; the socket of one that did not remove it (killed) goes, so that
+        crewd sees it ended and asks for a new one."""
+        for pid, path in list(self._children.items()):
             with contextlib.suppress(ChildProcessError):
                 done, _ = os.waitpid(pid, os.WNOHANG)
                 if done == 0:
                     continue
-            self._children.discard(pid)
+            del self._children[pid]
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def _accept(self) -> None:
         connection, _ = self._listener.accept()
@@ -207,7 +215,7 @@ class EnvironmentServer:
             finally:
                 os._exit(code)
         connection.close()
-        self._children.add(pid)
+        self._children[pid] = request.socket
 
     def _become_version_server(self, connection: socket.socket, request: VersionRequest) -> None:
         secret, env = parse_version_line(read_line(connection, self._args.header_seconds))
@@ -220,6 +228,8 @@ class EnvironmentServer:
         versionview.enter_pid_namespace(pid_max, [connection.fileno()])
         os.environ.clear()
         os.environ.update(env)
+        # The version's import paths (its PYTHONPATH, in the portal): the interpreter read only the environment's.
+        sys.path[:0] = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry not in ("", *sys.path)]
         homes = run_home.Homes(self._homes.root)
         _restore(home, homes.server)
         os.chdir(request.folder)

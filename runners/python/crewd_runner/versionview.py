@@ -116,12 +116,14 @@ def _size_of(folder: str) -> int:
 
 
 def enter_pid_namespace(pid_max: int | None, leave_behind: list[int]) -> None:
-    """Forks the first process of the new PID namespace and returns in it; this process stays behind, waits for it
-    and exits with its status (it passes SIGTERM on). The first process mounts a /proc of the namespace: only the
-    version's processes. Where the kernel refuses it (crewd run as root: bwrap covered parts of its /proc, and a
-    fresh one would show them), /proc is an empty read-only folder instead, so no process of another version shows.
-    Then it bounds the namespace's processes (`pid_max`, where /proc is its own) and drops every capability. The
-    process that stays behind closes the descriptors in `leave_behind` first (they are the first process's)."""
+    """Forks the first process of the new PID namespace, which forks the version server and returns in it. This
+    process stays behind, waits for the first one and exits with its status (it passes SIGTERM on); the first one
+    waits for the server, reaps the namespace's orphans, and exits with the server (its death ends the namespace), as
+    bwrap's init does in a sandbox. It mounts a /proc of the namespace first: only the version's processes. Where the
+    kernel refuses that (crewd run as root: bwrap covered parts of its /proc, and a fresh one would show them), /proc
+    is an empty read-only folder instead, so no process of another version shows. Then it bounds the namespace's
+    processes (`pid_max`, where /proc is its own) and drops every capability. Both waiters close the descriptors in
+    `leave_behind` (they are the server's)."""
     pid = os.fork()
     if pid:
         for descriptor in leave_behind:
@@ -141,6 +143,26 @@ def enter_pid_namespace(pid_max: int | None, leave_behind: list[int]) -> None:
         except OSError:
             pass  # before Linux 6.14 pid_max is not per namespace; the sandbox's own bound holds
     drop_capabilities()
+    server = os.fork()
+    if server:
+        for descriptor in leave_behind:
+            os.close(descriptor)
+        _init(server)
+
+
+def _init(server: int) -> None:
+    """The namespace's first process: reaps whatever ends in it until the server itself ended, then exits with it."""
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: os.kill(server, signal.SIGTERM))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+        if pid == server:
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
 def _stay_behind(pid: int) -> None:

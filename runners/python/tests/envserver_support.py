@@ -26,13 +26,9 @@ def python_folders():
     return sorted({str(venv), str(base), str(RUNNER_ROOT)})
 
 
-def bwrap_command(folder, portal, *inner):
+def bwrap_command(sockets, portal, *inner):
     bwrap = shutil.which("bwrap")
     args = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
-    if os.getuid() == 0:
-        # As crewd's sandbox gives an environment server when crewd runs as root: a version server's user map may
-        # not map the sandbox's root (that needs CAP_SETFCAP).
-        args += ["--uid", "1000", "--gid", "1000"]
     args += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for name in ("lib", "lib64", "bin", "sbin"):
         if os.path.islink(f"/{name}"):
@@ -40,26 +36,34 @@ def bwrap_command(folder, portal, *inner):
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
     for shown in python_folders():
         args += ["--ro-bind", shown, shown]
-    args += ["--bind", str(folder), str(folder), "--ro-bind", str(portal), str(portal), "--remount-ro", "/"]
-    args += ["--chdir", "/", "--", "setpriv", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    args += ["--bind", str(sockets), str(sockets), "--ro-bind", str(portal), str(portal), "--remount-ro", "/"]
+    args += ["--chdir", "/", "--"]
+    if os.getuid() == 0:
+        # As crewd's sandbox starts an environment server when crewd runs as root (Confinement.notRoot): user 1000 of
+        # one more user namespace, since a version server's user map may not map root (that needs CAP_SETFCAP).
+        args += ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--"]
+    args += ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
     return [*args, *inner]
 
 
 class Environment:
-    """An environment server of `kind` in its sandbox; `folder` holds its socket and `v/`, its portal."""
+    """An environment server of `kind` in its sandbox; `folder` holds `s/`, its sockets, and `v/`, its portal."""
 
     def __init__(self, kind="graph", *options):
         # Outside /tmp, as crewd's DATA_DIR is: the sandbox's /tmp is one of the folders each version gets anew.
         self.folder = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="crewd-env-test-")) / "env"
         self.portal = self.folder / "v"
         self.portal.mkdir(parents=True)
-        self.socket = self.folder / "s"
+        self.sockets = self.folder / "s"
+        self.sockets.mkdir()
+        self.socket = self.sockets / "e"
         self.count = 0
         env = runner_env({"HOME": SANDBOX_HOME, "TMPDIR": "/tmp"})
-        command = [sys.executable, "-m", "crewd_runner.envserver", "--kind", kind, "--socket", str(self.socket)]
+        command = [sys.executable, "-m", "crewd_runner.envserver", "--kind", kind, "--folder", str(self.folder)]
+        command += ["--socket", str(self.socket)]
         command += ["--private", "/tmp", "--private", SANDBOX_HOME, *options]
         self.process = subprocess.Popen(
-            bwrap_command(self.folder, self.portal, *command), env=env, stdin=subprocess.PIPE, cwd="/"
+            bwrap_command(self.sockets, self.portal, *command), env=env, stdin=subprocess.PIPE, cwd="/"
         )
         self.process.stdin.write(f"{SECRET}\n".encode())
         self.process.stdin.close()
@@ -77,7 +81,7 @@ class Environment:
         """Asks for a version server of the version in `folder`; its socket path once it listens (or what the
         environment server answered, as a string, when none came)."""
         self.count += 1
-        own = self.folder / str(self.count)
+        own = self.sockets / str(self.count)
         own.mkdir(mode=0o700)
         path = own / "s"
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDataDir } from '../builds/helpers.js';
+import { createRunContext, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
+import {
+  deployGraphBundle,
+  environmentServerSockets,
+  explainWithoutPython,
+  forkServerPythons,
+  forkServerSockets,
+  testPython,
+  testVenvSettings,
+} from './helpers.js';
+
+explainWithoutPython('Versions of one environment through its environment server');
+
+/** Says how it ran (forked or cold), where its files are, and what it could read of another path. */
+const GRAPH = `
+import os
+from typing import TypedDict
+from langgraph.graph import END, START, StateGraph
+
+IMPORTED_IN = os.getpid()
+
+
+class State(TypedDict, total=False):
+    read: str
+    forked: bool
+    cwd: str
+    got: str
+
+
+def look(state: State):
+    got = ""
+    if state.get("read"):
+        try:
+            with open(state["read"]) as file:
+                got = "read: " + file.read(40)
+        except OSError as error:
+            got = type(error).__name__
+    return {"forked": os.getpid() != IMPORTED_IN, "cwd": os.getcwd(), "got": got}
+
+
+builder = StateGraph(State)
+builder.add_node("look", look)
+builder.add_edge(START, "look")
+builder.add_edge("look", END)
+graph = builder.compile()
+`;
+
+/** The sandbox in use: environment servers need bubblewrap (a version server narrows its environment's sandbox). */
+const sandboxed = () => process.env.RUNNER_SANDBOX !== 'off';
+
+describe.runIf(testPython() !== null && sandboxed())(
+  'Versions of one environment through its environment server',
+  () => {
+    let ctx: RunContext;
+    let dataDir: string;
+    let first: string;
+    let second: string;
+
+    beforeAll(async () => {
+      dataDir = tempDataDir();
+      ctx = await createRunContext({ DATA_DIR: dataDir, ...testVenvSettings() });
+      first = await deployGraphBundle(ctx, 'first-graph', GRAPH);
+      second = await deployGraphBundle(ctx, 'second-graph', `${GRAPH}\n# the second version\n`);
+    }, 240_000);
+    afterAll(async () => ctx?.close());
+
+    async function forkedRun(deploymentId: string, input: Record<string, unknown>) {
+      return until(async () => {
+        const run = await waitForRun(ctx, (await startRun(ctx, deploymentId, input)).run_id, undefined, 60_000);
+        expect(run.status, run.error_message).toBe('succeeded');
+        return run.output.forked ? run : null;
+      }, 120_000);
+    }
+
+    it('serves two versions of one environment from one environment server, each from its own version server', {
+      timeout: 300_000,
+    }, async () => {
+      await forkedRun(first, {});
+      await forkedRun(second, {});
+      expect(environmentServerSockets(dataDir)).toHaveLength(1);
+      expect(forkServerSockets(dataDir)).toHaveLength(2);
+      // No version has a fork server of its own, and one process imported LangGraph first: the environment server.
+      expect(forkServerPythons(dataDir, ['crewd_runner.forkserver'])).toEqual([]);
+      const pythons = forkServerPythons(dataDir);
+      const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]);
+      expect(pythons.filter((pid) => !pythons.includes(parentOf(pid)))).toHaveLength(1);
+    });
+
+    it("a version server sees its own files, not another version's", { timeout: 300_000 }, async () => {
+      const own = await forkedRun(first, {});
+      const other = await forkedRun(second, {});
+      const ownFolder = own.output.cwd as string;
+      const otherFolder = other.output.cwd as string;
+      expect(ownFolder).not.toBe(otherFolder);
+
+      const readsOwn = await forkedRun(first, { read: `${ownFolder}/graph.py` });
+      expect(readsOwn.output.got).toMatch(/^read: /);
+      const readsOther = await forkedRun(first, { read: `${otherFolder}/graph.py` });
+      expect(readsOther.output.got).toBe('FileNotFoundError');
+    });
+  },
+);
