@@ -10,6 +10,7 @@ locked together with what covers them: a version server cannot uncover another v
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -152,7 +153,12 @@ def enter_pid_namespace(pid_max: int | None, leave_behind: list[int]) -> None:
 
 def _init(server: int) -> None:
     """The namespace's first process: reaps whatever ends in it until the server itself ended, then exits with it."""
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: os.kill(server, signal.SIGTERM))
+
+    def pass_on(_signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):  # it ended already
+            os.kill(server, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, pass_on)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
@@ -167,7 +173,8 @@ def _init(server: int) -> None:
 
 def _stay_behind(pid: int) -> None:
     def pass_on(signum: int, _frame: object) -> None:
-        os.kill(pid, signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
 
     signal.signal(signal.SIGTERM, pass_on)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
