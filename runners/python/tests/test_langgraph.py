@@ -1,10 +1,12 @@
 """LangGraph graphs through the runner: stream events, final state, interrupts, and a thread over three runs."""
 
 import base64
+import subprocess
+import sys
 
 import ormsgpack
 
-from conftest import request, run_runner
+from conftest import request, run_runner, runner_env
 
 AGENT_GRAPH = "./src/agent/graph.py:graph"
 
@@ -176,3 +178,20 @@ def test_an_interrupt_outside_a_thread_reports_the_interrupt_without_state(examp
     assert result.last["type"] == "run.interrupted"
     assert set(result.last["data"]) == {"interrupts"}
     assert result.last["data"]["interrupts"][0]["value"]["answer"] == "Your message has 3 words."
+
+
+def test_the_fork_servers_warm_up_imports_crewds_store_which_runs_use(tmp_path):
+    """A fork server calls warm_up once: what it imports, its forked children do not import again for each run."""
+    code = (
+        "import sys\n"
+        "from crewd_runner import langgraph_adapter\n"
+        "before = 'crewd_runner.crewd_store' in sys.modules\n"
+        "langgraph_adapter.warm_up()\n"
+        "print(before, 'crewd_runner.crewd_store' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=runner_env(), capture_output=True, text=True, timeout=120
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
