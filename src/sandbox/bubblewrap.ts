@@ -69,16 +69,38 @@ function initPrefix(limits: RunLimits, gate: { script: string; args: string[] })
 }
 
 /**
+ * Where a notRoot sandbox of crewd as root holds a proc mount as open, read-only, under a cover (notRootPrefix).
+ */
+const OPEN_PROC_COVER = '/.crewd';
+const OPEN_PROC = `${OPEN_PROC_COVER}/proc`;
+
+/**
  * Confinement.notRoot when crewd runs as root: before setpriv, with the capabilities the sandbox's user namespace
  * has, one more user namespace in which the process is user 1000 (not root), so that its own user namespaces may
  * map its user (mapping root needs CAP_SETFCAP, which setpriv drops).
+ *
+ * And a second proc mount, read-only, at OPEN_PROC, covered at once (nothing in the sandbox can reach it): as root,
+ * bwrap covers /proc/irq and /proc/bus, and the kernel gives a user namespace made in the sandbox a fresh /proc only
+ * where a proc mount with no such cover is in its mount table (the environment server's version servers mount their
+ * own /proc so). Covered, it shows nothing; read-only, the fresh /proc it allows is read-only too. Where the mount
+ * fails, the sandbox goes on without it (version servers then get an empty /proc); where the cover fails, it stops.
  */
 function notRootPrefix(prefix: string[]): string[] {
   if (process.getuid?.() !== 0) return prefix;
+  const mount = requiredTool('mount');
+  const openProc =
+    `if ${mount} -t proc -o ro,nosuid,nodev,noexec proc ${OPEN_PROC} 2>/dev/null; ` +
+    `then ${mount} -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,mode=0 cover ${OPEN_PROC_COVER} || exit 125; fi; `;
+  const [shell, flag, script, ...rest] = prefix;
   const at = prefix.indexOf(requiredTool('setpriv'));
   const unshare = [requiredTool('unshare'), '--user', '--map-user=1000', '--map-group=1000', '--'];
-  return [...prefix.slice(0, at), ...unshare, ...prefix.slice(at)];
+  const withProc = [shell as string, flag as string, `${openProc}${script as string}`, ...rest];
+  return [...withProc.slice(0, at), ...unshare, ...withProc.slice(at)];
 }
+
+/** bwrap's arguments for notRootPrefix's proc mount: its folder, before the root is sealed. */
+const notRootFolders = (confinement: Confinement): string[] =>
+  confinement.notRoot && process.getuid?.() === 0 ? ['--dir', OPEN_PROC] : [];
 
 /**
  * The namespaces every runner gets (CONTRACTS §12): its own user (its capabilities dropped by
@@ -224,7 +246,7 @@ export function createBubblewrapSandbox(options: BubblewrapOptions): Sandbox {
     }
     const network = confinement.network ?? options.network;
     const prefix = confinement.notRoot ? notRootPrefix(prefixFor(network)) : prefixFor(network);
-    args.push(...SEAL, '--chdir', cwd, '--', ...prefix, ...SPARE_SHELL);
+    args.push(...notRootFolders(confinement), ...SEAL, '--chdir', cwd, '--', ...prefix, ...SPARE_SHELL);
     const command = withNetwork(confinement, [options.bwrapPath, ...args]);
     return { command, cwd, env: {}, line: spareLine({ ...plan, cwd }) };
   }

@@ -14,7 +14,10 @@ import {
 
 explainWithoutPython('Versions of one environment through its environment server');
 
-/** Says how it ran (forked or cold), where its files are, and what it could read of another path. */
+/**
+ * Says how it ran (forked or cold), where its files are, what it could read of another path, and (`proc`) what its
+ * /proc shows: its own status and the processes listed.
+ */
 const GRAPH = `
 import os
 from typing import TypedDict
@@ -28,9 +31,24 @@ class State(TypedDict, total=False):
     forked: bool
     cwd: str
     got: str
+    proc: bool
+    seen: dict
+
+
+def own_proc():
+    seen = {"pid": os.getpid(), "parent": os.getppid(), "listed": [], "status": ""}
+    try:
+        seen["listed"] = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+        with open("/proc/self/status") as file:
+            seen["status"] = file.read()
+    except OSError as error:
+        seen["status"] = type(error).__name__
+    return seen
 
 
 def look(state: State):
+    if state.get("proc"):
+        return {"forked": os.getpid() != IMPORTED_IN, "seen": own_proc()}
     got = ""
     if state.get("read"):
         try:
@@ -100,6 +118,20 @@ describe.runIf(testPython() !== null && sandboxed())(
       expect(readsOwn.output.got).toMatch(/^read: /);
       const readsOther = await forkedRun(first, { read: `${otherFolder}/graph.py` });
       expect(readsOther.output.got).toBe('FileNotFoundError');
+    });
+
+    it('a run of a version server sees its own PID namespace in /proc, whoever crewd runs as', {
+      timeout: 300_000,
+    }, async () => {
+      const run = await forkedRun(first, { proc: true });
+      const seen = run.output.seen as { pid: number; parent: number; listed: number[]; status: string };
+      const field = (name: string) => seen.status.match(new RegExp(`^${name}:\\t(.*)$`, 'm'))?.[1];
+      // Its own status, as the process it is in its PID namespace (one pid: /proc is of that namespace, not a parent's).
+      expect(field('Pid'), seen.status).toBe(String(seen.pid));
+      expect(field('NSpid')).toBe(String(seen.pid));
+      // The namespace's processes (a proc mount shows its own PID namespace's only): its first one, the version
+      // server, the run.
+      expect(seen.listed).toEqual(expect.arrayContaining([1, seen.parent, seen.pid]));
     });
   },
 );

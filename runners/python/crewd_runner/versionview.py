@@ -120,10 +120,9 @@ def enter_pid_namespace(pid_max: int | None, leave_behind: list[int]) -> None:
     """Forks the first process of the new PID namespace, which forks the version server and returns in it. This
     process stays behind, waits for the first one and exits with its status (it passes SIGTERM on); the first one
     waits for the server, reaps the namespace's orphans, and exits with the server (its death ends the namespace), as
-    bwrap's init does in a sandbox. It mounts a /proc of the namespace first: only the version's processes. Where the
-    kernel refuses that (crewd run as root: bwrap covered parts of its /proc, and a fresh one would show them), /proc
-    is an empty read-only folder instead, so no process of another version shows. Then it bounds the namespace's
-    processes (`pid_max`, where /proc is its own) and drops every capability. Both waiters close the descriptors in
+    bwrap's init does in a sandbox. It bounds the namespace's processes first (`pid_max`, written through the
+    environment's /proc where the kernel keeps it per namespace), then mounts a /proc of the namespace: only the
+    version's processes (`mount_own_proc`), and drops every capability. Both waiters close the descriptors in
     `leave_behind` (they are the server's)."""
     pid = os.fork()
     if pid:
@@ -131,24 +130,48 @@ def enter_pid_namespace(pid_max: int | None, leave_behind: list[int]) -> None:
             os.close(descriptor)
         _stay_behind(pid)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    try:
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        own_proc = True
-    except PermissionError:
-        mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
-        own_proc = False
-    if own_proc and pid_max is not None:
-        try:
-            with open("/proc/sys/kernel/pid_max", "w") as control:
-                control.write(str(pid_max))
-        except OSError:
-            pass  # before Linux 6.14 pid_max is not per namespace; the sandbox's own bound holds
+    if pid_max is not None and pid_max_per_namespace():
+        # Through the environment's /proc, before it is covered: the version's own /proc may be read-only.
+        with contextlib.suppress(OSError), open("/proc/sys/kernel/pid_max", "w") as control:
+            control.write(str(pid_max))
+    mount_own_proc()
     drop_capabilities()
     server = os.fork()
     if server:
         for descriptor in leave_behind:
             os.close(descriptor)
         _init(server)
+
+
+def pid_max_per_namespace(release: str | None = None) -> bool:
+    """Linux 6.14 and newer keep pid_max per PID namespace. Before, it is the machine's: never written then (as
+    crewd's root, user 0 of the machine, the write would lower the whole machine's bound)."""
+    numbers = (release or os.uname().release).split("-")[0].split(".")
+    try:
+        return (int(numbers[0]), int(numbers[1])) >= (6, 14)
+    except (IndexError, ValueError):
+        return False
+
+
+def mount_own_proc() -> str:
+    """A /proc of this process's PID namespace over the environment's. The kernel gives a user namespace a fresh
+    /proc only where a proc mount as open is in view already (no locked mount over a part of it). Where crewd runs
+    as root, bwrap covered parts of the environment's /proc (/proc/irq, /proc/bus), but the environment's sandbox
+    holds a read-only one under a cover of its own (bubblewrap.ts, Confinement.notRoot): the fresh /proc is then
+    read-only as that one is. Where neither is allowed, /proc is an empty read-only folder, so that no process of the
+    environment or of another version shows. Returns which: "own", "own read-only" or "empty"."""
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    try:
+        mount("proc", "/proc", "proc", flags)
+        return "own"
+    except PermissionError:
+        pass
+    try:
+        mount("proc", "/proc", "proc", flags | MS_RDONLY)
+        return "own read-only"
+    except PermissionError:
+        mount("tmpfs", "/proc", "tmpfs", flags | MS_RDONLY, "size=4k,mode=0555")
+        return "empty"
 
 
 def _init(server: int) -> None:

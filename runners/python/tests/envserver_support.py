@@ -36,12 +36,17 @@ def bwrap_command(sockets, portal, *inner):
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
     for shown in python_folders():
         args += ["--ro-bind", shown, shown]
-    args += ["--bind", str(sockets), str(sockets), "--ro-bind", str(portal), str(portal), "--remount-ro", "/"]
-    args += ["--chdir", "/", "--"]
+    args += ["--bind", str(sockets), str(sockets), "--ro-bind", str(portal), str(portal)]
     if os.getuid() == 0:
-        # As crewd's sandbox starts an environment server when crewd runs as root (Confinement.notRoot): user 1000 of
-        # one more user namespace, since a version server's user map may not map root (that needs CAP_SETFCAP).
-        args += ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--"]
+        args += ["--dir", "/.crewd/proc"]
+    args += ["--remount-ro", "/", "--chdir", "/", "--"]
+    if os.getuid() == 0:
+        # As crewd's sandbox starts an environment server when crewd runs as root (Confinement.notRoot): a read-only
+        # proc mount under a cover, which lets version servers mount a /proc of their own, then user 1000 of one more
+        # user namespace, since a version server's user map may not map root (that needs CAP_SETFCAP).
+        script = "mount -t proc -o ro,nosuid,nodev,noexec proc /.crewd/proc && "
+        script += 'mount -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,mode=0 cover /.crewd && exec "$@"'
+        args += ["/bin/sh", "-c", script, "sh", "unshare", "--user", "--map-user=1000", "--map-group=1000", "--"]
     args += ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
     return [*args, *inner]
 

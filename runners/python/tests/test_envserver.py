@@ -39,8 +39,14 @@ def look(state):
     except OSError as error:
         sockets = [type(error).__name__]
     processes = sorted(name for name in os.listdir("/proc") if name.isdigit())
+    try:
+        with open("/proc/self/status") as file:
+            status = dict(line.split(":\t", 1) for line in file.read().splitlines() if ":\t" in line)
+    except OSError as error:
+        status = {"error": type(error).__name__}
     return {"seen": {"portal": sorted(os.listdir(portal)), "other": other, "sockets": sockets,
-                     "processes": processes, "variable": os.environ.get("VERSION_VARIABLE"), "pid": os.getpid()}}
+                     "processes": processes, "variable": os.environ.get("VERSION_VARIABLE"), "pid": os.getpid(),
+                     "parent": os.getppid(), "status": status}}
 
 
 builder = StateGraph(State)
@@ -81,6 +87,9 @@ def test_two_versions_are_served_by_one_environment_server(environment):
         assert view["variable"] == "x"
         assert all(int(pid) < 10 for pid in view["processes"])
         assert view["pid"] < 10  # a PID namespace of its own
+        # And a /proc of it, as root too: its own status (one pid: not a parent namespace's /proc), and its processes.
+        assert (view["status"].get("Pid"), view["status"].get("NSpid")) == (str(view["pid"]),) * 2, view["status"]
+        assert {"1", str(view["parent"]), str(view["pid"])} <= set(view["processes"])
     # One sandbox: every version server is a process under the one environment server.
     assert len(descendants(environment.process.pid)) >= 2 + 2 * 2
 
@@ -131,3 +140,10 @@ def _is_environment_server(pid):
     with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
         words = cmdline.read().split(b"\0")
     return words[:3] == [sys.executable.encode(), b"-m", b"crewd_runner.envserver"]
+
+
+def test_pid_max_is_written_only_where_the_kernel_keeps_it_per_pid_namespace():
+    from crewd_runner.versionview import pid_max_per_namespace
+
+    assert [pid_max_per_namespace(release) for release in ("6.14.0", "6.18.44-fc", "7.0")] == [True] * 3
+    assert [pid_max_per_namespace(release) for release in ("6.13.9", "5.15.0-105-generic", "odd")] == [False] * 3
