@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { release } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_RUN_LIMITS } from '../../src/execution/limits.js';
 import { tempDataDir } from '../builds/helpers.js';
 import { createRunContext, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
 import {
@@ -36,11 +38,13 @@ class State(TypedDict, total=False):
 
 
 def own_proc():
-    seen = {"pid": os.getpid(), "parent": os.getppid(), "listed": [], "status": ""}
+    seen = {"pid": os.getpid(), "parent": os.getppid(), "listed": [], "status": "", "pid_max": ""}
     try:
         seen["listed"] = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
         with open("/proc/self/status") as file:
             seen["status"] = file.read()
+        with open("/proc/sys/kernel/pid_max") as file:
+            seen["pid_max"] = file.read().strip()
     except OSError as error:
         seen["status"] = type(error).__name__
     return seen
@@ -65,6 +69,9 @@ builder.add_edge(START, "look")
 builder.add_edge("look", END)
 graph = builder.compile()
 `;
+
+/** What the sandbox adds to RUN_MAX_PROCESSES for its pid_max (bubblewrap.ts). */
+const RESERVED_PIDS = 300;
 
 /** The sandbox in use: environment servers need bubblewrap (a version server narrows its environment's sandbox). */
 const sandboxed = () => process.env.RUNNER_SANDBOX !== 'off';
@@ -124,7 +131,13 @@ describe.runIf(testPython() !== null && sandboxed())(
       timeout: 300_000,
     }, async () => {
       const run = await forkedRun(first, { proc: true });
-      const seen = run.output.seen as { pid: number; parent: number; listed: number[]; status: string };
+      const seen = run.output.seen as {
+        pid: number;
+        parent: number;
+        listed: number[];
+        status: string;
+        pid_max: string;
+      };
       const field = (name: string) => seen.status.match(new RegExp(`^${name}:\\t(.*)$`, 'm'))?.[1];
       // Its own status, as the process it is in its PID namespace (one pid: /proc is of that namespace, not a parent's).
       expect(field('Pid'), seen.status).toBe(String(seen.pid));
@@ -132,6 +145,12 @@ describe.runIf(testPython() !== null && sandboxed())(
       // The namespace's processes (a proc mount shows its own PID namespace's only): its first one, the version
       // server, the run.
       expect(seen.listed).toEqual(expect.arrayContaining([1, seen.parent, seen.pid]));
+      // Its own process limit where the kernel keeps pid_max per PID namespace (Linux 6.14): the sandbox's bound, as
+      // a sandbox of its own would have (a new PID namespace starts with the machine's default).
+      const [major = 0, minor = 0] = release().split('.').map(Number);
+      if (major * 100 + minor >= 614) {
+        expect(seen.pid_max).toBe(String(DEFAULT_RUN_LIMITS.processes + RESERVED_PIDS));
+      }
     });
   },
 );
