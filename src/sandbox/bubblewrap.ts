@@ -3,6 +3,7 @@ import path from 'node:path';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from '../execution/limits.js';
 import { findOnPath, isExecutableFile } from '../program-search.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from './home.js';
+import { pidMaxPerNamespace } from './kernel.js';
 import { bwrapUnsharesNetwork, type NetworkSetup, networkCommand, networkGate } from './network.js';
 import { assertExportable, SPARE_SHELL, spareLine } from './spare-shell.js';
 import type { Confinement, ProcessPlan, RunnerNetwork, Sandbox, SpareShape, WrappedPlan } from './types.js';
@@ -43,16 +44,19 @@ function requiredTool(name: string): string {
 /**
  * What runs first in the sandbox, with the capabilities of its user namespace: it does what the
  * network needs there (network.ts: for `isolated`, its routes and the wait for the stack; `gate`
- * and its arguments), bounds the PID namespace (per-namespace pid_max, Linux 6.14 and newer;
- * RLIMIT_NPROC does not bind root), sets the run's limits and drops every capability, so that
- * nothing after it can undo a mount or a route.
+ * and its arguments), bounds the PID namespace (per-namespace pid_max, Linux 6.14 and newer, never the machine's;
+ * RLIMIT_NPROC does not bind root), covers the kernel's settings for crewd as root (kernelSettingsCover), sets the
+ * run's limits and drops every capability, so that nothing after it can undo a mount or a route.
  */
 function initPrefix(limits: RunLimits, gate: { script: string; args: string[] }): string[] {
   const cpu = limits.cpuSeconds;
+  const pidMax = pidMaxPerNamespace()
+    ? `echo ${limits.processes + RESERVED_PIDS} > /proc/sys/kernel/pid_max 2>/dev/null; `
+    : '';
   return [
     '/bin/sh',
     '-c',
-    `${gate.script}echo ${limits.processes + RESERVED_PIDS} > /proc/sys/kernel/pid_max 2>/dev/null; exec "$@"`,
+    `${gate.script}${pidMax}${kernelSettingsCover()}exec "$@"`,
     'sh',
     ...gate.args,
     requiredTool('prlimit'),
@@ -66,6 +70,20 @@ function initPrefix(limits: RunLimits, gate: { script: string; args: string[] })
     '--no-new-privs',
     '--',
   ];
+}
+
+/**
+ * The kernel's settings (/proc/sys) read-only, for crewd as root: a run is then the machine's user 0 (without
+ * capabilities), and the kernel lets user 0 write most settings whatever its capabilities (core_pattern would hand
+ * the host over). bwrap leaves /proc/sys open because the folder itself is not writable. Made while the first program
+ * still has its user namespace's capabilities; setpriv then drops them, so nothing in the sandbox can undo it.
+ * Another user cannot write the machine's settings anyway.
+ */
+function kernelSettingsCover(): string {
+  if (process.getuid?.() !== 0) return '';
+  // The sandbox's user 0 is the machine's when its uid_map reads `0 0 1` (not when crewd starts bwrap as another user).
+  const cover = `${requiredTool('mount')} -o bind,ro /proc/sys /proc/sys || exit 125`;
+  return `read -r _ outer _ < /proc/self/uid_map; if [ "$outer" = 0 ]; then ${cover}; fi; `;
 }
 
 /**

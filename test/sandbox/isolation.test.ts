@@ -109,11 +109,18 @@ describe('runners in the bubblewrap sandbox (a real crewd, RUNNER_SANDBOX=on)', 
 
   it('lets a run write its own folder and /tmp, and nothing else of the machine', async () => {
     const fixture = path.join(path.dirname(PROBE), 'written-by-probe.txt');
-    const report = await probeRun(server, probe, { write: ['own.txt', '/tmp/own.txt', fixture, '/etc/crewd-probe'] });
+    // A kernel setting that takes a number: were it writable, the probe's text would be refused (EINVAL), never kept.
+    const setting = '/proc/sys/kernel/printk_ratelimit';
+    const report = await probeRun(server, probe, {
+      write: ['own.txt', '/tmp/own.txt', fixture, '/etc/crewd-probe', setting],
+    });
     expect(report.writes['own.txt']).toEqual({ ok: true, value: true });
     expect(report.writes['/tmp/own.txt']).toEqual({ ok: true, value: true });
     expect(report.writes[fixture]).toEqual({ ok: false, code: 'EROFS' });
     expect(report.writes['/etc/crewd-probe']).toEqual({ ok: false, code: 'EROFS' });
+    // crewd as root: the run is the machine's user 0 (no capabilities), to whom the kernel opens its settings; they
+    // are read-only in the sandbox. As another user they are not its to write.
+    expect(report.writes[setting]).toEqual({ ok: false, code: process.getuid?.() === 0 ? 'EROFS' : 'EACCES' });
     expect(existsSync(fixture)).toBe(false);
     // The fresh /tmp went with the run.
     expect(readdirSync('/tmp')).not.toContain('own.txt');
