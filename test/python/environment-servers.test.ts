@@ -21,11 +21,49 @@ explainWithoutPython('Versions of one environment through its environment server
  * /proc shows: its own status and the processes listed.
  */
 const GRAPH = `
+import ctypes
+import errno
 import os
 from typing import TypedDict
 from langgraph.graph import END, START, StateGraph
 
 IMPORTED_IN = os.getpid()
+
+
+def write_setting():
+    """Text into an integer setting: refused (EROFS, EACCES) where it cannot be written, EINVAL where it could."""
+    try:
+        with open("/proc/sys/kernel/printk_ratelimit", "w") as file:
+            file.write("text")
+        return "written"
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+
+
+def in_fresh_namespaces():
+    """A fresh /proc from user, mount and PID namespaces of the run's own (the kernel allows it read-write only where
+    a read-write proc mount is in the mount table), and whether the setting could be written there."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x10000000 | 0x00020000 | 0x20000000) != 0:
+        return 0
+    pid = os.fork()
+    if pid == 0:
+        libc.mount(b"none", b"/", None, (1 << 14) | (1 << 18), None)
+        for flags in (2 | 4 | 8, 1 | 2 | 4 | 8):
+            if libc.mount(b"proc", b"/proc", b"proc", flags, None) == 0:
+                os._exit(3 if write_setting() in ("written", "EINVAL") else 2)
+        os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def kernel_settings():
+    seen = {"direct": write_setting()}
+    child = os.fork()
+    if child == 0:
+        os._exit(in_fresh_namespaces())
+    outcomes = ["no namespaces", "no proc", "refused", "writable"]
+    seen["nested"] = outcomes[os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])]
+    return seen
 
 
 class State(TypedDict, total=False):
@@ -34,6 +72,7 @@ class State(TypedDict, total=False):
     cwd: str
     got: str
     proc: bool
+    settings: bool
     seen: dict
 
 
@@ -51,6 +90,8 @@ def own_proc():
 
 
 def look(state: State):
+    if state.get("settings"):
+        return {"forked": os.getpid() != IMPORTED_IN, "seen": kernel_settings()}
     if state.get("proc"):
         return {"forked": os.getpid() != IMPORTED_IN, "seen": own_proc()}
     got = ""
@@ -148,11 +189,25 @@ describe.runIf(testPython() !== null && sandboxed())(
       // Its own process limit where the kernel keeps pid_max per PID namespace (Linux 6.14): the sandbox's bound, as
       // a sandbox of its own would have (a new PID namespace starts with the machine's default). Not for crewd as
       // root: the kernel's settings are read-only in its sandboxes (the machine's user 0 could write them all), so the
-      // environment's sandbox bounds its versions together (docs/operations.md).
+      // environment's sandbox bounds its versions together; a writable /proc for the version's own would open them to
+      // its runs too (the next test; docs/ARCHITECTURE.md).
       const [major = 0, minor = 0] = release().split('.').map(Number);
       if (major * 100 + minor >= 614 && process.getuid?.() !== 0) {
         expect(seen.pid_max).toBe(String(DEFAULT_RUN_LIMITS.processes + RESERVED_PIDS));
       }
+    });
+
+    it("a version server's runs cannot write the kernel's settings, nor through a /proc of namespaces of their own", {
+      timeout: 300_000,
+    }, async () => {
+      const run = await forkedRun(first, { settings: true });
+      const seen = run.output.seen as { direct: string; nested: string };
+      // EINVAL would mean the kernel took the write and refused only the text. As root, /proc is read-only (EROFS);
+      // as another user the setting is root's (EACCES).
+      expect(['EROFS', 'EACCES'], JSON.stringify(seen)).toContain(seen.direct);
+      // Where a read-write proc mount were in the mount table (the hidden one of notRootPrefix), the run's fresh /proc
+      // would be writable, and as root the machine's user 0 writes the machine's settings there.
+      expect(['no namespaces', 'no proc', 'refused'], JSON.stringify(seen)).toContain(seen.nested);
     });
   },
 );

@@ -58,6 +58,63 @@ graph = builder.compile()
 ENTRY = ["--graph", "look.py:graph"]
 
 
+# A graph whose run writes text into an integer kernel setting: refused (EROFS, EACCES) where it cannot write it,
+# EINVAL where it could; directly, and through a fresh /proc of user, mount and PID namespaces of its own (the kernel
+# makes that one writable where a writable proc mount is in the mount table).
+SETTINGS_GRAPH = """
+import ctypes
+import errno
+import os
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict, total=False):
+    seen: dict
+
+
+def write_setting():
+    try:
+        with open("/proc/sys/kernel/printk_ratelimit", "w") as file:
+            file.write("text")
+        return "written"
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+
+
+def in_fresh_namespaces():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x10000000 | 0x00020000 | 0x20000000) != 0:
+        return 0
+    pid = os.fork()
+    if pid == 0:
+        libc.mount(b"none", b"/", None, (1 << 14) | (1 << 18), None)
+        for flags in (2 | 4 | 8, 1 | 2 | 4 | 8):
+            if libc.mount(b"proc", b"/proc", b"proc", flags, None) == 0:
+                os._exit(3 if write_setting() in ("written", "EINVAL") else 2)
+        os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def look(state):
+    seen = {"direct": write_setting()}
+    child = os.fork()
+    if child == 0:
+        os._exit(in_fresh_namespaces())
+    outcomes = ["no namespaces", "no proc", "refused", "writable"]
+    seen["nested"] = outcomes[os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])]
+    return {"seen": seen}
+
+
+builder = StateGraph(State)
+builder.add_node("look", look)
+builder.add_edge(START, "look")
+builder.add_edge("look", END)
+graph = builder.compile()
+"""
+
+
 @pytest.fixture
 def environment():
     environment = Environment("graph", "--idle-exit", "120")
@@ -92,6 +149,18 @@ def test_two_versions_are_served_by_one_environment_server(environment):
         assert {"1", str(view["parent"]), str(view["pid"])} <= set(view["processes"])
     # One sandbox: every version server is a process under the one environment server.
     assert len(descendants(environment.process.pid)) >= 2 + 2 * 2
+
+
+def test_a_versions_runs_cannot_write_the_kernels_settings(environment):
+    folder = environment.add_version("a", {"look.py": SETTINGS_GRAPH})
+    path = environment.ask(folder, ENTRY)
+    assert not isinstance(path, str), path
+    events, final = run_in_version(path, folder, {})
+    assert final == {"exit_code": 0}
+    view = seen(events)
+    # As root the version's /proc is read-only (EROFS); as another user the setting is root's (EACCES).
+    assert view["direct"] in ("EROFS", "EACCES"), view
+    assert view["nested"] in ("no namespaces", "no proc", "refused"), view
 
 
 def test_the_environment_server_never_holds_a_versions_variables(environment):
