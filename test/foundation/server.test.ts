@@ -89,7 +89,7 @@ describe('the server process', () => {
 });
 
 describe('the server process without BOOTSTRAP_API_KEY', () => {
-  it('generates an admin key, prints it once, and it works', { timeout: 60_000 }, async () => {
+  it('generates an admin key, prints it once, and it works', { timeout: 120_000 }, async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-server-'));
     const database = process.env.TEST_DATABASE_URL ? await createTestDatabase() : undefined;
     const env: Record<string, string> = database
