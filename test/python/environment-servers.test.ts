@@ -18,7 +18,7 @@ explainWithoutPython('Versions of one environment through its environment server
 
 /**
  * Says how it ran (forked or cold), where its files are, what it could read of another path, and (`proc`) what its
- * /proc shows: its own status and the processes listed.
+ * /proc shows: its own status and the processes listed, and (`settings`) whether it could write a kernel setting.
  */
 const GRAPH = `
 import ctypes
