@@ -90,10 +90,11 @@ class ForkServer:
         header_seconds: float,
         spare_seconds: float = 60.0,
         kept_paths: run_home.KeptPaths | None = None,
+        socket_id: FileId | None = None,
     ) -> None:
         self._listener = listener
         self._socket_path = socket_path
-        self._socket_id = file_id(socket_path)
+        self._socket_id = socket_id or file_id(socket_path)  # None: removed already, so the server drains at once
         self._secret = secret
         self._homes = homes
         # Where the imports kept paths of the server's home: each child points them into its run's.
@@ -135,8 +136,11 @@ class ForkServer:
             if self._spare and not self._children and not self._ran_recently():
                 self.retire_spare()
             idle_for = 0.0 if ready or self._children else idle_for + tick
-            if self._stop_asked or idle_for >= self._idle_seconds or file_id(self._socket_path) != self._socket_id:
+            if self._stop_asked or idle_for >= self._idle_seconds or self._socket_removed():
                 self.drain()
+
+    def _socket_removed(self) -> bool:
+        return self._socket_id is None or file_id(self._socket_path) != self._socket_id
 
     def _ran_recently(self) -> bool:
         return time.monotonic() - self._last_run < self._spare_seconds
@@ -366,7 +370,10 @@ def _wake_only(_signum: int, _frame: FrameType | None) -> None:
     """SIGCHLD's handler: the signal's byte on the wake-up socket is what wakes the loop to reap."""
 
 
-def file_id(path: str) -> tuple[int, int] | None:
+FileId = tuple[int, int]
+
+
+def file_id(path: str) -> FileId | None:
     try:
         info = os.stat(path)
     except OSError:

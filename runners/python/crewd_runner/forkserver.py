@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from . import cli, crewai_rehearsal, run_home
-from .forkloop import ForkServer, WarmUp
+from .forkloop import FileId, ForkServer, WarmUp, file_id
 from .forkwire import read_secret
 
 
@@ -95,6 +95,12 @@ def preload(args: argparse.Namespace, cwd: str, rehearsed: bool = False) -> tupl
 
 
 def listen(path: str) -> socket.socket:
+    return listen_with_id(path)[0]
+
+
+def listen_with_id(path: str) -> tuple[socket.socket, FileId | None]:
+    """The listener, and its socket file's identity taken before it accepts anyone: crewd retires a server by
+    removing that file, which it may do as soon as a connection proves the server listens."""
     if os.path.exists(path):
         os.unlink(path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -103,8 +109,9 @@ def listen(path: str) -> socket.socket:
         listener.bind(path)
     finally:
         os.umask(old_umask)
+    socket_id = file_id(path)
     listener.listen(64)
-    return listener
+    return listener, socket_id
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,7 +138,7 @@ def serve(
     """Imports the version's code, listens and serves its runs until idle or told to stop. A version server passes
     what it `environment` server (envserver) already did: the rehearsal, the kept paths it found in its modules."""
     load, warm_up_child = preload(args, cwd, rehearsed=environment is not None)
-    listener = listen(args.socket)
+    listener, socket_id = listen_with_id(args.socket)
     kept = run_home.kept_paths(homes.server, environment.modules if environment else frozenset())
     server = ForkServer(
         listener,
@@ -144,6 +151,7 @@ def serve(
         args.header_seconds,
         args.spare_seconds,
         (environment.kept_paths if environment else []) + kept,
+        socket_id,
     )
     if on_listening is not None:
         on_listening()

@@ -3,12 +3,14 @@
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import PROJECTS, request
-from forkserver_support import Connection, graph_server, run_forked, socket_path, start_server  # noqa: F401 (fixtures)
+from conftest import PROJECTS, request, runner_env
+from forkserver_support import SECRET, Connection, graph_server, run_forked, socket_path, start_server  # noqa: F401 (fixtures)
 
 HOME_VARIABLES = ("HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "TMPDIR")
 
@@ -76,6 +78,37 @@ def test_removing_its_socket_ends_an_idle_server(socket_path):
     try:
         os.unlink(socket_path)
         assert server.wait(20) == 0
+    finally:
+        server.kill()
+
+
+def test_a_socket_removed_as_soon_as_it_appears_ends_the_server(tmp_path):
+    """crewd may retire a server right after it came up; the server must not take a later file for its own."""
+    socket_path = tmp_path / "crew.sock"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "crewd_runner.forkserver",
+            "--graph",
+            "env_graph.py:graph",
+            "--socket",
+            str(socket_path),
+        ],
+        cwd=PROJECTS,
+        env=runner_env(None),
+        stdin=subprocess.PIPE,
+    )
+    try:
+        assert server.stdin is not None
+        server.stdin.write(f"{SECRET}\n".encode())
+        server.stdin.close()
+        deadline = time.monotonic() + 120
+        while not socket_path.exists():
+            assert time.monotonic() < deadline and server.poll() is None
+            time.sleep(0.001)
+        os.unlink(socket_path)
+        assert server.wait(30) == 0
     finally:
         server.kill()
 
