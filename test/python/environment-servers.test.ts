@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { release } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_RUN_LIMITS } from '../../src/execution/limits.js';
+import { pidMaxPerNamespace } from '../../src/sandbox/kernel.js';
 import { tempDataDir } from '../builds/helpers.js';
 import { createRunContext, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';
 import {
@@ -191,8 +191,7 @@ describe.runIf(testPython() !== null && sandboxed())(
       // root: the kernel's settings are read-only in its sandboxes (the machine's user 0 could write them all), so the
       // environment's sandbox bounds its versions together; a writable /proc for the version's own would open them to
       // its runs too (the next test; docs/ARCHITECTURE.md).
-      const [major = 0, minor = 0] = release().split('.').map(Number);
-      if (major * 100 + minor >= 614 && process.getuid?.() !== 0) {
+      if (pidMaxPerNamespace() && process.getuid?.() !== 0) {
         expect(seen.pid_max).toBe(String(DEFAULT_RUN_LIMITS.processes + RESERVED_PIDS));
       }
     });
