@@ -94,7 +94,7 @@ class ForkServer:
     ) -> None:
         self._listener = listener
         self._socket_path = socket_path
-        self._socket_id = socket_id or file_id(socket_path)  # None: removed already, so the server drains at once
+        self._socket_id = socket_id  # taken at bind (forkserver.listen_with_id); None: removed already, so it drains
         self._secret = secret
         self._homes = homes
         # Where the imports kept paths of the server's home: each child points them into its run's.
