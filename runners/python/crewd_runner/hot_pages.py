@@ -30,8 +30,6 @@ MAX_RANGES = 8192
 MAX_BYTES = 64 << 20
 # What populate copies between two looks at whether to stop: about a millisecond's work.
 POPULATE_CHUNK = 1 << 20
-# Ranges closer than this many pages are merged: fewer calls, a few pages more.
-MERGE_GAP_PAGES = 2
 # pagemap entry, top byte: bit 63 (present) and bit 56 (exclusively mapped).
 _HELD = 0x81
 _HELD_TABLE = bytes(0x31 if value & _HELD == _HELD else 0x30 for value in range(256))
@@ -71,10 +69,13 @@ def held_ranges(regions: Regions) -> Ranges:
 
 
 def _merged(ranges: Ranges) -> Ranges:
+    """Touching ranges as one. Not ranges a page or two apart: the gap's pages, copied by every child ahead, were
+    then held by the next learning run and reported as written (a run of the echo graph: 2,900 pages copied instead
+    of 2,200, at about 4 µs each, more than the calls saved)."""
     merged: Ranges = []
     for address, length in ranges:
-        if merged and address - (merged[-1][0] + merged[-1][1]) <= MERGE_GAP_PAGES * PAGE:
-            merged[-1] = (merged[-1][0], address + length - merged[-1][0])
+        if merged and address <= merged[-1][0] + merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], address + length - merged[-1][0]))
         else:
             merged.append((address, length))
     return merged
@@ -106,17 +107,19 @@ def within(ranges: Ranges, regions: Regions) -> Ranges:
 
 
 def populate(ranges: Ranges, stop: Callable[[], bool] = lambda: False) -> None:
-    """Copies the pages of `ranges` now, a chunk at a time until `stop()` says so; a range no longer mapped, or a
-    kernel without the call, is skipped."""
-    if not ranges:
+    """Copies the pages of `ranges` now, asking `stop()` after each POPULATE_CHUNK bytes whether to go on (not after
+    each range: most are a few pages, and a poll per range cost as much as a tenth of the copying); a range no longer
+    mapped, or a kernel without the call, is skipped."""
+    if not ranges or _MADVISE is None:
         return
-    madvise = _madvise()
-    if madvise is None:
-        return
+    since_asked = POPULATE_CHUNK
     for address, length in _chunks(ranges):
-        if stop():
-            return
-        if madvise(address, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == 22:  # EINVAL: not offered
+        if since_asked >= POPULATE_CHUNK:
+            if stop():
+                return
+            since_asked = 0
+        since_asked += length
+        if _MADVISE(address, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == 22:  # EINVAL: not offered
             return
 
 
@@ -135,3 +138,7 @@ def _madvise() -> Madvise | None:
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     madvise.restype = ctypes.c_int
     return madvise
+
+
+# Looked up once, in the server: each child forked ahead would otherwise load it again.
+_MADVISE = _madvise()

@@ -101,9 +101,22 @@ def test_reports_are_kept_only_within_the_regions_and_bounded():
     assert hot_pages.within(huge, [(0x10000, 0x10000 + 2 * hot_pages.MAX_BYTES)]) == []
 
 
-def test_ranges_cross_a_socket_as_bytes_and_near_ones_merge():
-    ranges = [(0x10000, PAGE), (0x10000 + 2 * PAGE, PAGE), (0x90000, 3 * PAGE)]
+def test_ranges_cross_a_socket_as_bytes_and_only_touching_ones_merge():
+    # A page apart stay apart: the page between, never written, would be copied by every child ahead of its run.
+    ranges = [(0x10000, PAGE), (0x10000 + PAGE, PAGE), (0x10000 + 3 * PAGE, PAGE), (0x90000, 3 * PAGE)]
     merged = hot_pages._merged(ranges)
-    assert merged == [(0x10000, 3 * PAGE), (0x90000, 3 * PAGE)]
+    assert merged == [(0x10000, 2 * PAGE), (0x10000 + 3 * PAGE, PAGE), (0x90000, 3 * PAGE)]
     assert hot_pages.decode(hot_pages.encode(merged)) == merged
-    assert hot_pages.decode(hot_pages.encode(merged)[:-3]) == merged[:1]
+    assert hot_pages.decode(hot_pages.encode(merged)[:-3]) == merged[:2]
+
+
+def test_populating_asks_whether_to_stop_once_a_chunk_not_once_a_range():
+    _raw, base, _offset = page_buffer(64)  # _raw keeps the pages mapped
+    ranges = [(base + page * PAGE, PAGE) for page in range(0, 64, 2)]
+    asked = []
+
+    def counted():
+        hot_pages.populate(ranges, stop=lambda: bool(asked.append(1)))
+        return len(asked)
+
+    assert in_child(counted) == 1
