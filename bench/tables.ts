@@ -10,10 +10,12 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { connectPglite, connectPostgres, type DatabaseHandle } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { newId } from '../src/ids.js';
 import { createLogger } from '../src/logger.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, printFigure } from './lib/figures.js';
+import { alternatingThroughput, timed } from './lib/load.js';
+import { PLAIN_DDL, type Plain, plainInsert, plainQuery, shapeIndexes } from './lib/plain-table.js';
+import { type DataRow, makeRows, STAGES } from './lib/table-rows.js';
 
 /**
  * `npm run bench -- tables`: 100,000 rows of six columns (text, number, boolean, datetime, select,
@@ -39,39 +41,6 @@ const LOAD_SECONDS = 10;
 /** The 10 seconds of each side are taken in this many alternating slices. */
 const LOAD_SLICES = 5;
 const KEY = 'bench-admin-key-0123456789';
-const STAGES = ['lead', 'qualified', 'proposal', 'won', 'lost'];
-
-interface DataRow {
-  id: string;
-  title: string;
-  score: number;
-  active: boolean;
-  due: string;
-  stage: string;
-  meta: { source: string; tags: string[]; n: number };
-}
-
-/** Deterministic rows (mulberry32), so every run measures the same data. */
-function makeRows(count: number): DataRow[] {
-  let seed = 42;
-  const random = () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet'];
-  const start = Date.UTC(2024, 0, 1);
-  return Array.from({ length: count }, (_, i) => ({
-    id: newId('row'),
-    title: `${words[Math.floor(random() * 10)]} ${words[Math.floor(random() * 10)]} ${i}`,
-    score: Math.round(random() * 100_000) / 100,
-    active: random() < 0.5,
-    due: new Date(start + Math.floor(random() * 365 * 86_400_000)).toISOString(),
-    stage: STAGES[Math.floor(random() * STAGES.length)] as string,
-    meta: { source: words[i % 10] as string, tags: ['a', 'b'].slice(0, i % 3), n: i },
-  }));
-}
 
 const FILTER = {
   and: [
@@ -79,49 +48,6 @@ const FILTER = {
     { column: 'score', operator: 'gte', value: 500 },
   ],
 };
-
-/** The plain table's side: the same questions in hand-written SQL. */
-interface Plain {
-  exec(text: string, params: unknown[]): Promise<void>;
-  rows<T>(text: string, params: unknown[]): Promise<T[]>;
-}
-
-/** The indexes crewd built for the table's filter shapes, ready for use. */
-async function shapeIndexes(plain: Plain, tableId: string): Promise<string[]> {
-  const rows = await plain.rows<{ name: string }>(
-    `select c.relname as name from pg_index i join pg_class c on c.oid = i.indexrelid
-     join pg_class t on t.oid = i.indrelid where t.relname = $1 and c.relname ~ '_a_[0-9a-f]+$' and i.indisvalid`,
-    [tableId],
-  );
-  return rows.map((row) => row.name);
-}
-
-const PLAIN_DDL = [
-  `create table plain (id text collate "C" primary key, title text, score double precision, active boolean,
-     due timestamptz, stage text, meta jsonb)`,
-  'create index plain_stage on plain (stage)',
-  'create index plain_score on plain (score)',
-];
-const PLAIN_ROWS = `select id, title, score, active, due, stage, meta from plain
-  where stage = $1 and score >= $2 order by score desc, id desc limit 50`;
-const PLAIN_COUNT = 'select count(*) from plain where stage = $1 and score >= $2';
-
-function plainInsert(rows: DataRow[]): [string, unknown[]] {
-  const params: unknown[] = [];
-  const tuples = rows.map((row) => {
-    const base = params.length;
-    params.push(row.id, row.title, row.score, row.active, row.due, row.stage, JSON.stringify(row.meta));
-    return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5}, $${base + 6}, $${base + 7})`;
-  });
-  return [`insert into plain (id, title, score, active, due, stage, meta) values ${tuples.join(', ')}`, params];
-}
-
-/** The question a query through the API answers: the first 50 rows and how many match in all. */
-async function plainQuery(plain: Plain, withCount: boolean): Promise<void> {
-  const params = ['won', 500];
-  if (!withCount) return plain.exec(PLAIN_ROWS, params);
-  await Promise.all([plain.exec(PLAIN_ROWS, params), plain.exec(PLAIN_COUNT, params)]);
-}
 
 interface Api {
   pool: Pool;
@@ -154,47 +80,6 @@ async function startApi(database: DatabaseHandle): Promise<Api> {
       return text;
     },
   };
-}
-
-async function timed(action: () => Promise<unknown>): Promise<number> {
-  const started = process.hrtime.bigint();
-  await action();
-  return Number(process.hrtime.bigint() - started) / 1e6;
-}
-
-/** Requests per second from `clients` loops running for `seconds`. */
-async function throughput(action: () => Promise<unknown>, clients: number, seconds: number): Promise<number> {
-  let done = 0;
-  const started = Date.now();
-  const deadline = started + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (Date.now() < deadline) {
-        await action();
-        done += 1;
-      }
-    }),
-  );
-  return done / ((Date.now() - started) / 1000);
-}
-
-/**
- * Each side's `seconds` of load is taken in alternating slices, so a change in the machine's
- * other load during the run weighs on both sides alike; returns each side's requests per second.
- */
-async function alternatingThroughput(
-  a: () => Promise<unknown>,
-  b: () => Promise<unknown>,
-  seconds: number,
-  slices: number,
-): Promise<[number, number]> {
-  const rates: [number[], number[]] = [[], []];
-  for (let i = 0; i < slices; i++) {
-    rates[0].push(await throughput(a, CLIENTS, seconds / slices));
-    rates[1].push(await throughput(b, CLIENTS, seconds / slices));
-  }
-  const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
-  return [mean(rates[0]), mean(rates[1])];
 }
 
 interface Figures {
@@ -336,6 +221,7 @@ async function measure(
     const [apiRps, plainRps] = await alternatingThroughput(
       apiQuery,
       () => plainQuery(plain, true),
+      CLIENTS,
       LOAD_SECONDS,
       LOAD_SLICES,
     );

@@ -7,6 +7,7 @@ import { deployCrew, followRun, now } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { median, printFigure } from './lib/figures.js';
 import { type JsonTarget, jsonRequest } from './lib/json-request.js';
+import { timed } from './lib/load.js';
 import { type Proc, startCrewd } from './lib/node-process.js';
 
 /*
@@ -80,12 +81,6 @@ async function runToComplete(crewd: Crewd): Promise<void> {
     if (data.startsWith('{"type":"complete"')) complete = true;
   });
   if (!complete) throw new Error(`run ${created.run_id} ended without complete`);
-}
-
-async function timed(task: () => Promise<void>): Promise<number> {
-  const start = now();
-  await task();
-  return now() - start;
 }
 
 async function manyAtOnce(crewd: Crewd, total: number, width: number): Promise<number> {
