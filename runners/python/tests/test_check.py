@@ -1,22 +1,12 @@
 """The build's import check: `python -m crewd_runner --check --crew|--flow|--graph TARGET`."""
 
-import subprocess
-import sys
-
 import pytest
 
-from conftest import EXAMPLES, PROJECTS, runner_env
+from conftest import EXAMPLES, PROJECTS, run_python, runner_env
 
 
 def check(kind, target, cwd=PROJECTS):
-    completed = subprocess.run(
-        [sys.executable, "-m", "crewd_runner", "--check", f"--{kind}", target],
-        cwd=cwd,
-        env=runner_env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    completed = run_python(["-m", "crewd_runner", "--check", f"--{kind}", target], cwd, runner_env())
     return completed.returncode, completed.stdout.splitlines()
 
 

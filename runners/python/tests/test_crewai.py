@@ -1,12 +1,10 @@
 """CrewAI crews and flows through the runner: events from CrewAI's event bus and the shaped result."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from conftest import EXAMPLES, PROJECTS, request, run_runner, runner_env
+from conftest import EXAMPLES, PROJECTS, request, run_python, run_runner, runner_env
 
 RESEARCHER = "solar batteries Senior Data Researcher"
 ANALYST = "solar batteries Reporting Analyst"
@@ -14,9 +12,14 @@ ANALYST = "solar batteries Reporting Analyst"
 
 @pytest.fixture(scope="module")
 def research_run():
-    """One run of the example crew, shared: importing CrewAI takes seconds."""
+    """One run of the example crew, shared: importing CrewAI takes seconds. A new interpreter's, as crewd starts one
+    without a fork server (the other tests' runs are forked from the zygote, which imported CrewAI)."""
     return run_runner(
-        "crew", "research.crew:Research", EXAMPLES / "crewai-research", request({"topic": "solar batteries"})
+        "crew",
+        "research.crew:Research",
+        EXAMPLES / "crewai-research",
+        request({"topic": "solar batteries"}),
+        fresh=True,
     )
 
 
@@ -101,11 +104,9 @@ def test_a_flow_reports_each_method_and_returns_its_result_and_state(projects):
 
 
 def last_line_of(script):
-    """Runs `script` in a fresh interpreter of the test environment (CrewAI's state is process-wide), in the test
+    """Runs `script` in an interpreter of its own (CrewAI's state is process-wide; forked from the zygote), in the test
     projects' folder; its last line of output, as JSON."""
-    completed = subprocess.run(
-        [sys.executable, "-c", script], cwd=PROJECTS, env=runner_env(), capture_output=True, text=True, timeout=180
-    )
+    completed = run_python(["-c", script], PROJECTS, runner_env())
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout.splitlines()[-1])
 

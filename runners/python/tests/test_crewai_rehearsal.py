@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from conftest import PROJECTS, request, runner_env
+from conftest import PROJECTS, request, run_python, runner_env
 from test_forkserver import run_forked, start_server
 
 AFTER_REHEARSAL = """
@@ -65,9 +65,7 @@ except crewai_rehearsal.ThreadsLeft as error:
 
 
 def test_a_rehearsal_whose_threads_outlive_it_says_so_rather_than_let_the_server_fork():
-    completed = subprocess.run(
-        [sys.executable, "-c", THREADS_KEPT], env=runner_env(), capture_output=True, text=True, timeout=120
-    )
+    completed = run_python(["-c", THREADS_KEPT], PROJECTS, runner_env())
 
     assert completed.returncode == 0, completed.stderr
     assert "the CrewAI rehearsal left threads running (CrewAIEventsLoop" in completed.stdout

@@ -2,12 +2,11 @@
 fails when a new CrewAI or LangGraph removes or renames one, before a fork server relies on it."""
 
 import json
-import subprocess
-import sys
+import os
 
 from crewd_runner import internals
 
-from conftest import runner_env
+from conftest import run_python, runner_env
 
 PRIVATE_PARTS = """
 import json, sys, threading
@@ -36,9 +35,7 @@ print(json.dumps(found))
 
 
 def test_the_pinned_crewai_and_langgraph_have_every_private_part_the_runner_uses():
-    completed = subprocess.run(
-        [sys.executable, "-c", PRIVATE_PARTS], env=runner_env(), capture_output=True, text=True, timeout=120
-    )
+    completed = run_python(["-c", PRIVATE_PARTS], os.getcwd(), runner_env())
 
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout.splitlines()[-1]) == {
@@ -78,9 +75,7 @@ print(json.dumps([internals.crewai_known(), internals.bus_threads_stoppable(bus)
 
 
 def test_a_crewai_outside_the_known_versions_is_left_to_itself_and_the_log_says_so():
-    completed = subprocess.run(
-        [sys.executable, "-c", OUTSIDE], env=runner_env(), capture_output=True, text=True, timeout=120
-    )
+    completed = run_python(["-c", OUTSIDE], os.getcwd(), runner_env())
 
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout.splitlines()[-1]) == [False, False, False]

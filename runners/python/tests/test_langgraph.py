@@ -1,18 +1,17 @@
 """LangGraph graphs through the runner: stream events, final state, interrupts, and a thread over three runs."""
 
 import base64
-import subprocess
-import sys
 
 import ormsgpack
 
-from conftest import request, run_runner, runner_env
+from conftest import request, run_python, run_runner, runner_env
 
 AGENT_GRAPH = "./src/agent/graph.py:graph"
 
 
 def test_a_graph_streams_node_updates_and_completes_with_its_final_state(projects):
-    result = run_runner("graph", "echo_graph.py:graph", projects, request({"text": "hello"}))
+    # A new interpreter's run, as crewd starts one without a fork server (the others are forked from the zygote).
+    result = run_runner("graph", "echo_graph.py:graph", projects, request({"text": "hello"}), fresh=True)
 
     assert result.returncode == 0, result.stderr
     assert result.of_type("node.completed") == [{"node": "echo", "update": {"echo": "hello"}}]
@@ -189,9 +188,7 @@ def test_the_fork_servers_warm_up_imports_crewds_store_which_runs_use(tmp_path):
         "langgraph_adapter.warm_up()\n"
         "print(before, 'crewd_runner.crewd_store' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=runner_env(), capture_output=True, text=True, timeout=120
-    )
+    done = run_python(["-c", code], tmp_path, runner_env())
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
