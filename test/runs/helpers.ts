@@ -1,11 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { SseParser } from '../../src/client/sse.js';
 import type { RunTimings } from '../../src/compose.js';
 import { ADMIN_KEY, startTestApp, type TestContext } from '../helpers/app.js';
 import type { TestDatabase } from '../helpers/database.js';
-import { until } from '../helpers/poll.js';
+import { pollPause, until } from '../helpers/poll.js';
 
 export const CREWS = path.resolve(import.meta.dirname, '../../examples/crews');
 export const crew = (file: string) => [process.execPath, path.join(CREWS, file)];
@@ -61,12 +60,12 @@ export async function waitForRun(
   key?: string,
 ) {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const response = await ctx.call('GET', `/v1/runs/${runId}`, { key });
     const run = response.json();
     if (statuses.includes(run.status)) return run;
     if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status}`);
-    await sleep(20);
+    await pollPause(attempt);
   }
 }
 
