@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -7,17 +10,20 @@ import { createLogger } from '../../src/logger.js';
 describe('database unreachable', () => {
   let database: DatabaseHandle;
   let app: Awaited<ReturnType<typeof buildApp>>;
+  // A folder of its own: the default (./data) would be made in the checkout.
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-unavailable-'));
 
   beforeAll(async () => {
     // A real pool pointed at a port where nothing listens: every query fails to connect.
     database = connectPostgres('postgres://postgres@127.0.0.1:9/none', 1);
-    const config = loadConfig({ LOG_LEVEL: 'silent' });
+    const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir });
     app = await buildApp({ config, database, logger: createLogger('silent') });
     await app.ready();
   });
   afterAll(async () => {
     await app.close();
     await database.close();
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('answers 503 unavailable on API routes and /readyz, while /healthz still answers', async () => {
