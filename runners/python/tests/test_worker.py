@@ -2,6 +2,7 @@
 environment, home, output and cancel; a run that does not stop ends the worker and fails its other runs."""
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -221,13 +222,24 @@ def test_crew_runs_one_after_another_in_one_worker_each_with_its_own_events(tmp_
         worker.wait(10)
 
 
+# The worker's CPU limit in the next test: it retires at half of it, CPU_LIMIT / 2 seconds. Its imports take about 2 s.
+CPU_LIMIT = 12
+
+
+def cpu_seconds(pid):
+    """The process's user and system time so far (/proc/PID/stat, in clock ticks)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_a_worker_that_used_half_its_cpu_limit_takes_no_more_runs_and_exits(tmp_path):
     path = tmp_path / "w.sock"
 
     def cpu_limit():
         import resource
 
-        resource.setrlimit(resource.RLIMIT_CPU, (20, 30))
+        resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, 30))
 
     worker = subprocess.Popen(
         [sys.executable, "-m", "crewd_runner.worker", "--graph", "worker_graph.py:graph", "--socket", str(path)],
@@ -243,8 +255,10 @@ def test_a_worker_that_used_half_its_cpu_limit_takes_no_more_runs_and_exits(tmp_
         while not path.exists():
             assert worker.poll() is None and time.monotonic() < deadline
             time.sleep(0.1)
-        # The import took some of the 10 s; the run takes the rest and more.
-        output, final = ask(path, "run_burning", {"burn": 10}).finish()
+        # The import took some of the half; the run takes the rest and a second more.
+        used = cpu_seconds(worker.pid)
+        assert used < CPU_LIMIT / 2, f"the worker's start alone took {used} s of CPU"
+        output, final = ask(path, "run_burning", {"burn": CPU_LIMIT / 2 - used + 1}).finish()
         assert final == {"exit_code": 0}
         assert result_of(output)["type"] == "run.completed"
         assert worker.wait(30) == 0
