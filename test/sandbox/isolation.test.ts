@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CREWS, runProcesses, until } from '../runs/helpers.js';
-import { KEY, PROBE, type SandboxServer, startSandboxServer } from './server.js';
+import { HOME_CREW, KEY, PROBE, type SandboxServer, startSandboxServer } from './server.js';
 
 interface Attempt {
   ok: boolean;
@@ -157,24 +157,6 @@ describe('runners in the bubblewrap sandbox (a real crewd, RUNNER_SANDBOX=on)', 
   });
 });
 
-describe('runners with RUNNER_NETWORK=off', () => {
-  let server: SandboxServer;
-  beforeAll(async () => {
-    server = await startSandboxServer({ RUNNER_SANDBOX: 'on', RUNNER_NETWORK: 'off' });
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-  });
-
-  it('cannot reach crewd nor anything else on the network', async () => {
-    const probe = await server.deploy([process.execPath, PROBE]);
-    const report = await probeRun(server, probe, {
-      connect: { host: '127.0.0.1', port: Number(new URL(server.server.baseUrl).port) },
-    });
-    expect(report.connect).toEqual({ ok: false, code: 'ECONNREFUSED' });
-  });
-});
-
 describe('the same probe without the sandbox (RUNNER_SANDBOX=off)', () => {
   let server: SandboxServer;
   beforeAll(async () => {
@@ -193,5 +175,16 @@ describe('the same probe without the sandbox (RUNNER_SANDBOX=off)', () => {
     expect(report.reads[secret.otherRunSecret]).toEqual({ ok: true, value: 'other-run-secret' });
     expect(report.reads[secret.crewdEnviron]?.value).toContain(KEY);
     await server.call('POST', `/v1/runs/${other}/cancel`);
+  });
+
+  it('gives a run a home of its own too: it writes it, and the home goes with the run', async () => {
+    const run = await server.waitForRun((await server.startRun(await server.deploy(HOME_CREW))).run_id);
+    expect(run.status, String(run.error_message)).toBe('succeeded');
+    const output = run.output as { home: string; read: string; files: string };
+    expect(output.read).toBe('mine');
+    expect(output.files).toBe('own.txt');
+    expect(path.dirname(path.dirname(output.home))).toBe(path.join(server.dataDir, 'runs'));
+    const homes = () => readdirSync(path.join(server.dataDir, 'runs')).filter((name) => name.startsWith('.home-'));
+    await until(() => !existsSync(output.home) && homes().length === 0);
   });
 });

@@ -188,14 +188,16 @@ describe.runIf(canIsolate)('RUNNER_NETWORK=on and off', () => {
     }
   }, 60_000);
 
-  it('off: loopback only', async () => {
+  it('off: loopback only, its own: crewd is not on it', async () => {
     const server = await startSandboxServer({ RUNNER_NETWORK: 'off' });
     try {
       const targets = hostAddresses().map((host) => `${host}:${listener.port}`);
-      const report = await probeRun(server, { connect: targets });
+      const crewd = `127.0.0.1:${portOf(server)}`;
+      const report = await probeRun(server, { connect: [...targets, crewd] });
       expect(Object.keys(report.interfaces)).toEqual(['lo']);
       expect(report.defaultRoute).toBe(false);
       for (const target of targets) expect(report.connect[target], target).toMatchObject({ ok: false });
+      expect(report.connect[crewd]).toEqual({ ok: false, code: 'ECONNREFUSED' });
     } finally {
       await server.stop();
     }

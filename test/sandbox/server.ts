@@ -9,6 +9,16 @@ export const PROBE = path.resolve(import.meta.dirname, 'fixtures/probe.mjs');
 export const KEY = 'sandbox-test-bootstrap-key-0123456789';
 const TERMINAL = ['succeeded', 'failed', 'canceled'];
 
+/** A shell line that ends a run with `json` as its output. */
+export const completed = (json: string) =>
+  `printf '%s\\n' "{\\"type\\":\\"run.completed\\",\\"data\\":{\\"output\\":${json}}}"`;
+/** A shell crew: writes its home, then answers what it read back, its HOME and what its home holds. */
+export const HOME_CREW = [
+  '/bin/sh',
+  '-c',
+  `echo mine > "$HOME/own.txt" && ${completed('{\\"home\\":\\"$HOME\\",\\"read\\":\\"$(cat "$HOME/own.txt")\\",\\"files\\":\\"$(ls -A "$HOME")\\"}')}`,
+];
+
 export type Json = Record<string, unknown>;
 
 /**

@@ -1,21 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installationCache } from '../../src/builds/environment-cache.js';
-import { until } from '../runs/helpers.js';
-import { PROBE, type SandboxServer, startSandboxServer } from './server.js';
+import { completed, HOME_CREW, PROBE, type SandboxServer, startSandboxServer } from './server.js';
 
 const HOG = path.resolve(import.meta.dirname, 'fixtures/hog.py');
-const completed = (json: string) =>
-  `printf '%s\\n' "{\\"type\\":\\"run.completed\\",\\"data\\":{\\"output\\":${json}}}"`;
-/** A shell crew: writes its home, then answers what it read back, its HOME and what its home holds. */
-const HOME_CREW = [
-  '/bin/sh',
-  '-c',
-  `echo mine > "$HOME/own.txt" && ${completed('{\\"home\\":\\"$HOME\\",\\"read\\":\\"$(cat "$HOME/own.txt")\\",\\"files\\":\\"$(ls -A "$HOME")\\"}')}`,
-];
-
 async function runOf(server: SandboxServer, command: string[], input: Record<string, unknown> = {}) {
   const deployment = await server.deploy(command);
   const { run_id } = await server.startRun(deployment, input);
@@ -102,25 +92,6 @@ describe('walls and limits of a run in the sandbox (RUNNER_SANDBOX=on)', () => {
       // Only what this run wrote: the other run's file went with it.
       expect(run.output).toEqual({ home: '/home/crewd', read: 'mine', files: 'own.txt' });
     }
-  });
-});
-
-describe('a run without the sandbox (RUNNER_SANDBOX=off) gets a home of its own too', () => {
-  let server: SandboxServer;
-  beforeAll(async () => {
-    server = await startSandboxServer({ RUNNER_SANDBOX: 'off' });
-  }, 60_000);
-  afterAll(async () => server?.stop());
-
-  it('writes it, and it goes with the run', async () => {
-    const run = await runOf(server, HOME_CREW);
-    expect(run.status, String(run.error_message)).toBe('succeeded');
-    const output = run.output as { home: string; read: string; files: string };
-    expect(output.read).toBe('mine');
-    expect(output.files).toBe('own.txt');
-    expect(path.dirname(path.dirname(output.home))).toBe(path.join(server.dataDir, 'runs'));
-    const homes = () => readdirSync(path.join(server.dataDir, 'runs')).filter((name) => name.startsWith('.home-'));
-    await until(() => !existsSync(output.home) && homes().length === 0);
   });
 });
 
