@@ -123,34 +123,31 @@ function printTable(title: string, msPerRun: Map<string, number>): void {
 /**
  * Where a run's CPU goes under the load of CLIENTS clients: ms per run by process of crewd's tree and the
  * PostgreSQL backends of its database, and within the service's main thread by what its sampled code is.
+ * `title` names the isolation; `figure` is the name of the total's figure.
  */
-async function cpuPerRun(server: Proc, databaseUrl: string, run: WaitRun): Promise<void> {
+async function cpuPerRun(
+  server: Proc,
+  databaseUrl: string,
+  run: WaitRun,
+  title: string,
+  figure: string,
+): Promise<void> {
   const before = await cpuByPart(server.child.pid as number, databaseUrl);
   const inService = await profileDuring(server.inspectorPort, async () => {
     await burst(run, RUNS);
   });
   const after = await cpuByPart(server.child.pid as number, databaseUrl);
   const byProcess = perRun(before, after, RUNS);
-  printTable(`CPU per run by process, ${CLIENTS} clients, ${RUNS} runs:`, byProcess);
+  printTable(`${title}CPU per run by process, ${CLIENTS} clients, ${RUNS} runs:`, byProcess);
   // Samples under load count time the thread waited for a core too: each part gets its share of the measured CPU.
   const sampled = [...inService.values()].reduce((sum, ms) => sum + ms, 0);
   const serviceMs = byProcess.get(SERVICE) ?? 0;
   printTable(
-    "The service's CPU per run by code (the sampling profiler's shares of its measured CPU):",
+    `${title}the service's CPU per run by code (the sampling profiler's shares of its measured CPU):`,
     new Map([...inService].map(([part, ms]) => [part, (ms / sampled) * serviceMs])),
   );
   const total = [...byProcess.values()].reduce((sum, ms) => sum + ms, 0);
-  printFigure('throughput_cpu_per_run_ms', total, 'ms');
-}
-
-/** The same by process for the crewd whose version runs in a worker (RUN_ISOLATION=deployment). */
-async function deploymentCpuPerRun(server: Proc, databaseUrl: string, run: WaitRun): Promise<void> {
-  const before = await cpuByPart(server.child.pid as number, databaseUrl);
-  await burst(run, RUNS);
-  const byProcess = perRun(before, await cpuByPart(server.child.pid as number, databaseUrl), RUNS);
-  printTable(`RUN_ISOLATION=deployment: CPU per run by process, ${CLIENTS} clients, ${RUNS} runs:`, byProcess);
-  const total = [...byProcess.values()].reduce((sum, ms) => sum + ms, 0);
-  printFigure('throughput_deployment_isolation_cpu_per_run_ms', total, 'ms');
+  printFigure(figure, total, 'ms');
 }
 
 /** DEPLOYMENTS active deployments of the graph's environment (the first one exists); the tree's memory per one. */
@@ -248,10 +245,16 @@ export async function run(): Promise<void> {
     }
     await peer?.stop();
     peer = null;
-    await deploymentCpuPerRun(workers, workersDatabase.url, workersRun);
+    await cpuPerRun(
+      workers,
+      workersDatabase.url,
+      workersRun,
+      'RUN_ISOLATION=deployment: ',
+      'throughput_deployment_isolation_cpu_per_run_ms',
+    );
     await workers.stop();
     workers = null;
-    await cpuPerRun(server, database.url, crewdRun);
+    await cpuPerRun(server, database.url, crewdRun, 'RUN_ISOLATION=run: ', 'throughput_cpu_per_run_ms');
 
     printFigure('throughput_crewd_idle_tree_memory_mb', idle.pssMb, 'MB');
     await memoryPerDeployment(server, projects.graph, first);
