@@ -47,8 +47,11 @@ def socket_path(tmp_path):
     return tmp_path / "crew.sock"
 
 
-@pytest.fixture
-def graph_server(socket_path):
+@pytest.fixture(scope="module")
+def graph_server(tmp_path_factory):
+    """One server for a module's tests of what runs do in it (each run has a folder of its own): a graph server's
+    start costs about 2 s of CPU, its imports."""
+    socket_path = tmp_path_factory.mktemp("graph-server") / "crew.sock"
     server = start_server("graph", "env_graph.py:graph", socket_path)
     yield socket_path
     server.terminate()
