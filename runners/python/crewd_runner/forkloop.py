@@ -4,6 +4,7 @@ forwards crewd's signal lines, reads the spares' reports, reaps children and sen
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -157,7 +158,9 @@ class ForkServer:
         self._selector.unregister(self._listener)
         self._listener.close()
         if file_id(self._socket_path) == self._socket_id:
-            os.unlink(self._socket_path)
+            # Removed meanwhile (crewd removes a server's socket to end it): gone all the same.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._socket_path)
 
     def _dispatch(self, ready: Ready) -> None:
         match ready:
