@@ -39,9 +39,8 @@ describe.runIf(usingPostgres())('/mcp on several instances of one PostgreSQL', (
   beforeAll(async () => {
     database = await createTestDatabase();
     const url = database.url as string;
-    a = await startInstance('mcp-a', url);
-    b = await startInstance('mcp-b', url);
-  });
+    [a, b] = await Promise.all([startInstance('mcp-a', url), startInstance('mcp-b', url)]);
+  }, 120_000);
 
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

@@ -33,10 +33,12 @@ describe.runIf(usingPostgres())('several instances on one PostgreSQL', () => {
     database = await createTestDatabase();
     const url = database.url as string;
     // One slot each, so a second run must go to the other instance.
-    a = await startInstance('a', url, { MAX_CONCURRENT_RUNS: '1' });
-    b = await startInstance('b', url, { MAX_CONCURRENT_RUNS: '1' });
+    [a, b] = await Promise.all([
+      startInstance('a', url, { MAX_CONCURRENT_RUNS: '1' }),
+      startInstance('b', url, { MAX_CONCURRENT_RUNS: '1' }),
+    ]);
     receiver = await startReceiver();
-  });
+  }, 120_000);
 
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

@@ -32,9 +32,12 @@ describe.runIf(usingPostgres())('notifications between instances on one PostgreS
   beforeAll(async () => {
     database = await createTestDatabase();
     const env = { INSTANCE_LEASE_SECONDS: '60', MAX_CONCURRENT_RUNS: '1' };
-    a = await startInstance('notify-a', database.url as string, env);
-    b = await startInstance('notify-b', database.url as string, env);
-  });
+    // Two crewd processes: started side by side, with the time two starts take on a loaded machine.
+    [a, b] = await Promise.all([
+      startInstance('notify-a', database.url as string, env),
+      startInstance('notify-b', database.url as string, env),
+    ]);
+  }, 120_000);
 
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
