@@ -18,6 +18,8 @@ export default defineConfig({
     // CI runs every suite on two cores: a test whose timing the load upset gets one more try there.
     // A failure that repeats still fails; the flaky ones are listed in the session notes to be fixed.
     retry: process.env.CI ? 1 : 0,
-    hookTimeout: 60_000,
+    // A hook that starts crewd processes (a server, two instances) takes up to a minute on two loaded cores, and a
+    // failed hook is not tried again: it skips its whole file.
+    hookTimeout: 120_000,
   },
 });

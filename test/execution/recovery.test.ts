@@ -23,7 +23,9 @@ const LOST = 'Runner lost: the crewd instance running it stopped';
 describe('restart and lost runs', () => {
   let ctx: RunContext;
   beforeAll(async () => {
-    ctx = await createRunContext({ MAX_CONCURRENT_RUNS: '1', INSTANCE_LEASE_SECONDS: '1' });
+    // A short lease, so that lapsed leases are found within a test's waits; not shorter, or this instance's own
+    // lease lapses whenever a loaded machine stalls its heartbeat for a second (then it takes no run).
+    ctx = await createRunContext({ MAX_CONCURRENT_RUNS: '1', INSTANCE_LEASE_SECONDS: '4' });
   });
   afterAll(() => ctx.close());
 
