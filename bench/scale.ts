@@ -9,6 +9,7 @@ import { deployCrew, followRun } from './lib/crewd-client.js';
 import { createScratchDatabase } from './lib/database.js';
 import { printFigure } from './lib/figures.js';
 import { type Json, type JsonTarget, jsonRequest } from './lib/json-request.js';
+import { throughput } from './lib/load.js';
 import { type Proc, startCrewd as startCrewdProcess, startProcess } from './lib/node-process.js';
 
 /*
@@ -56,22 +57,16 @@ const request = (server: Proc, method: string, url: string, body?: unknown, expe
 async function hammer(base: string, url: string, seconds: number): Promise<number> {
   const pool = new Pool(base, { connections: CONNECTIONS, pipelining: 1 });
   const headers = { authorization: `Bearer ${KEY}` };
-  let count = 0;
-  const started = performance.now();
-  const end = started + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async () => {
-      while (performance.now() < end) {
-        const response = await pool.request({ path: url, method: 'GET', headers });
-        await response.body.text();
-        if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode}`);
-        count++;
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  await pool.close();
-  return count / elapsed;
+  const get = async () => {
+    const response = await pool.request({ path: url, method: 'GET', headers });
+    await response.body.text();
+    if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode}`);
+  };
+  try {
+    return await throughput(get, CONNECTIONS, seconds);
+  } finally {
+    await pool.close();
+  }
 }
 
 async function getRunThroughput(server: Proc, trivial: string): Promise<void> {
