@@ -5,6 +5,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/file-teardown.ts'],
     // Each file gets its own database, so files run in parallel safely. Most of a file's time is spent
     // waiting on processes it started, so two files at once even on a machine of two cores (where
     // vitest's default would be one at a time).

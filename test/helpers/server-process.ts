@@ -12,6 +12,25 @@ export interface ServerProcess {
   exited: Promise<number | string>;
 }
 
+/** Servers started and not yet ended. */
+const running = new Set<ChildProcess>();
+
+/**
+ * Stops the servers a test file left running (test/helpers/file-teardown.ts, after each file): a hook that timed out
+ * while its server started never stops it, and the server would outlive the suite.
+ */
+export async function stopServersLeftRunning(): Promise<void> {
+  await Promise.all(
+    [...running].map(async (child) => {
+      const ended = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await ended;
+      clearTimeout(timer);
+    }),
+  );
+}
+
 /** Starts `src/server.ts` as a real process; resolves once it listens. */
 export async function startServer(env: Record<string, string>, nodeArgs: string[] = []): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, 'src/server.ts'], {
@@ -19,6 +38,8 @@ export async function startServer(env: Record<string, string>, nodeArgs: string[
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   let text = '';
   child.stdout?.on('data', (chunk) => {
     text += chunk;
