@@ -64,7 +64,8 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
 
   it('enqueue on a thread that is not busy starts at once; reject stays the default', async () => {
     const id = await createThread();
-    const started = await threadRun(ctx, id, { input: input({ ms: 300 }), multitask_strategy: 'enqueue' });
+    // It runs until canceled: the thread stays busy through every request below, however slow the machine.
+    const started = await threadRun(ctx, id, { input: input({ ms: 60_000 }), multitask_strategy: 'enqueue' });
     expect(started).toMatchObject({ statusCode: 202, json: { status: 'running' } });
     const rejected = await threadRun(ctx, id, { input: input() });
     expect(rejected.statusCode).toBe(409);
@@ -75,7 +76,8 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
     const command = await threadRun(ctx, id, { command: { resume: 1 }, multitask_strategy: 'enqueue' });
     expect(command.statusCode).toBe(400);
     expect(command.json.error.message).toMatch(new RegExp(`^command: thread ${id} is busy`));
-    await waitForRun(ctx, started.json.run_id);
+    await ctx.call('POST', `/v1/runs/${started.json.run_id}/cancel`);
+    expect((await waitForRun(ctx, started.json.run_id)).status).toBe('canceled');
     expect((await runsOf(ctx, id)).length).toBe(1);
   });
 
