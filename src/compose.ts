@@ -39,6 +39,7 @@ import { composeTelemetry } from './telemetry/compose.js';
 import { createRunMetrics } from './telemetry/run-metrics.js';
 import { takeThreadForRun, threadRunEndHook, threadRunStopped, threadStateLoader } from './threads/run-hooks.js';
 import { createThreadService } from './threads/service.js';
+import { createUsageService } from './usage/service.js';
 import { createIncomingWebhookService } from './webhooks/incoming-service.js';
 import { webhookRunEndHook } from './webhooks/run-end-hook.js';
 import { createWebhookService } from './webhooks/service.js';
@@ -307,7 +308,7 @@ export async function composeServices({ config, database, logger, ...options }: 
       streams,
       caches,
       crons,
-      usage: telemetry.usage,
+      usage: createUsageService(db),
     },
     metrics,
     executor,

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_RUN_LIMITS, type RunLimits } from './execution/limits.js';
+import { DEFAULT_RUN_LIMITS, type RunLimits } from './run-limits.js';
 
 const booleanString = z
   .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })

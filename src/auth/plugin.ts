@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Kysely } from 'kysely';
-import type { MemoCache } from '../cache/memo-cache.js';
 import type { Database, Role } from '../db/types.js';
 import { AppError } from '../errors.js';
+import type { MemoCache } from '../memo-cache.js';
 import { hashSecret } from './keys.js';
 import { createRateLimits, type RateLimitSettings } from './rate-limit.js';
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
+import type { Runtime } from '../db/schema/builds.js';
 import { badRequest } from '../errors.js';
-import type { Runtime } from './db-types.js';
 import type { BundleListing } from './unpack.js';
 
 /** What the Python build installs into the version's environment, paths relative to the project. */

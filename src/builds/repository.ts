@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
+import type { VersionStatus } from '../db/schema/builds.js';
 import type { Database } from '../db/types.js';
-import type { VersionStatus } from './db-types.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 

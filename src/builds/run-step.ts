@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProcessLauncher } from '../execution/launcher.js';
-import { RUN_LIMITS } from '../execution/limits.js';
+import { RUN_LIMITS } from '../run-limits.js';
 import { packageSettings } from './package-settings.js';
 import { readCappedLines } from './step-output.js';
 

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-import { RUN_LIMITS } from '../execution/limits.js';
 import { LineSplitter } from '../execution/line-splitter.js';
+import { RUN_LIMITS } from '../run-limits.js';
 
 /**
  * Hands a build step's output to `take` line by line, with lines capped as a run's are (RUN_LIMITS):

@@ -3,7 +3,7 @@ import type { Principal } from '../auth/plugin.js';
 import type { Backend } from '../db/connect.js';
 import type { ListenerState } from '../db/pg-listener.js';
 import type { Database } from '../db/types.js';
-import { createMemoCache, type MemoCache } from './memo-cache.js';
+import { createMemoCache, type MemoCache } from '../memo-cache.js';
 
 /** Where instances tell each other which cache to drop; the payload is a cache's name. */
 export const CACHE_CHANNEL = 'crewd_cache';

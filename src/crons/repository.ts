@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction, type Updateable } from 'kysely';
+import type { CronsTable, MultitaskStrategy } from '../db/schema/crons.js';
 import type { Database, Environment } from '../db/types.js';
-import type { CronsTable, MultitaskStrategy } from './db-types.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 

@@ -12,6 +12,7 @@ export type NullableJson<T> = ColumnType<T | null, string | null | undefined, st
 export type Role = 'admin' | 'member';
 export type Environment = 'production' | 'staging';
 export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'canceled';
+export type TerminalRunStatus = 'succeeded' | 'failed' | 'canceled';
 
 /** One interrupt a runner stopped at (CONTRACTS §9). */
 export interface ThreadInterrupt {

@@ -1,28 +1,22 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
-import type {
-  BundlesTable,
-  DeploymentVariablesTable,
-  Runtime,
-  VersionSource,
-  VersionStatus,
-} from '../builds/db-types.js';
-import type { CronsTable } from '../crons/db-types.js';
+import type { CreatedAt, Environment, Json, Role, UpdatedAt } from './columns.js';
+import type { BundlesTable, DeploymentVariablesTable, Runtime, VersionSource, VersionStatus } from './schema/builds.js';
+import type { CronsTable } from './schema/crons.js';
 import type {
   LanggraphAssistantsTable,
   LanggraphAssistantVersionsTable,
   LanggraphStoreItemsTable,
-} from '../langgraph-api/db-types.js';
-import type { McpCallsTable } from '../mcp/db-types.js';
-import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from '../run-record/db-types.js';
-import type { TableCatalogTable } from '../tables/db-types.js';
-import type { ThreadCheckpointsTable, ThreadsTable } from '../threads/db-types.js';
+} from './schema/langgraph-api.js';
+import type { McpCallsTable } from './schema/mcp.js';
+import type { IdempotencyKeysTable, InstancesTable, RunEventsTable, RunsTable } from './schema/run-record.js';
+import type { TableCatalogTable } from './schema/tables.js';
+import type { ThreadCheckpointsTable, ThreadsTable } from './schema/threads.js';
 import type {
   IncomingWebhooksTable,
   WebhookDeliveriesTable,
   WebhookDeliveryAttemptsTable,
   WebhooksTable,
-} from '../webhooks/db-types.js';
-import type { CreatedAt, Environment, Json, Role, UpdatedAt } from './columns.js';
+} from './schema/webhooks.js';
 
 export type { Environment, Role };
 

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireAdmin } from '../auth/plugin.js';
-import type { BuildService } from '../builds/service.js';
 import { badRequest } from '../errors.js';
 import { commonErrors, conflictError } from '../http/error-schema.js';
 import {
+  type BundleVersionQuery,
   bundleBody,
   bundleVersionQuery,
   type CreateVersionInput,
@@ -21,15 +21,25 @@ import {
   versionParams,
   versionSchema,
 } from './schemas.js';
-import type { DeploymentService } from './service.js';
+import type { DeploymentService, toVersion } from './service.js';
 import type { VariableService } from './variables.js';
 
 const NEED = 'Managing deployments';
 
+type Version = ReturnType<typeof toVersion>;
+
+/** What these routes ask of the build service (src/builds, which stands above deployments). */
+export interface VersionBuilds {
+  /** Takes a bundle: a `building` version, built in the background. */
+  upload(orgId: string, deploymentId: string, data: Buffer, query: BundleVersionQuery): Promise<Version>;
+  /** A version was deleted: its built files go. */
+  forget(versionId: string): Promise<void>;
+}
+
 /** Deployments, their versions and which version each environment runs: admin keys only. */
 export const deploymentRoutes: FastifyPluginAsyncZod<{
   deployments: DeploymentService;
-  builds: BuildService;
+  builds: VersionBuilds;
   variables: VariableService;
   maxBundleBytes: number;
 }> = async (app, { deployments, builds, variables, maxBundleBytes }) => {

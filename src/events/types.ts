@@ -1,4 +1,4 @@
-import type { TerminalRunStatus } from '../run-record/types.js';
+import type { TerminalRunStatus } from '../db/columns.js';
 
 /** How a run ended, carried by its final event so streams can send `complete` without a query. */
 export interface RunEnd {

@@ -1,10 +1,10 @@
+import { limitHit, outputLimitError, type RunLimits } from '../run-limits.js';
 import type { OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { LaunchSpec, RunIdentity, TerminalRunStatus } from '../run-record/types.js';
 import type { RunTrace } from '../telemetry/tracer-types.js';
 import { UsageTally } from '../telemetry/usage.js';
 import type { RunEventLog } from './event-log.js';
 import { SERVER_ENDED } from './fork-server-launcher.js';
-import { limitHit, outputLimitError, type RunLimits } from './limits.js';
 import type { ProcessExit, RunnerProcess } from './process-runner.js';
 import type { RunnerMessage, RunnerResult } from './protocol.js';
 import type { RunCalls } from './run-calls.js';

@@ -4,8 +4,8 @@ import { refusedAsData } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent } from '../events/types.js';
+import { RUN_LIMITS } from '../run-limits.js';
 import * as repo from '../run-record/repository.js';
-import { RUN_LIMITS } from './limits.js';
 
 interface StoredEvent extends LiveEvent {
   type: string;

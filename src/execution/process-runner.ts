@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
+import { RUN_LIMITS } from '../run-limits.js';
 import type { LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
-import { RUN_LIMITS } from './limits.js';
 import { LineSplitter } from './line-splitter.js';
 import { parseLongLine, parseStdoutLine, type RunnerMessage, stderrEvent, withoutNul } from './protocol.js';
 

@@ -1,6 +1,6 @@
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json-depth.js';
+import { RUN_LIMITS } from '../run-limits.js';
 import { type LlmCall, parseLlmCall } from '../telemetry/usage.js';
-import { RUN_LIMITS } from './limits.js';
 import type { LongLine } from './line-splitter.js';
 
 /** What one line of a runner's standard output means (CONTRACTS §6). */

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { ThreadInterrupt } from '../db/columns.js';
+import type { ThreadStatus } from '../db/schema/threads.js';
 import type { Db } from '../db/types.js';
-import type { ThreadStatus } from '../threads/db-types.js';
 
 export const threadColumns = [
   'id',

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
+import type { ThreadStatus } from '../db/schema/threads.js';
 import type { Db, Environment } from '../db/types.js';
 import { conflict, notFound } from '../errors.js';
 import type { RunStatus } from '../run-record/types.js';
-import type { ThreadStatus } from '../threads/db-types.js';
 
 /** Run statuses as the SDKs name them (CONTRACTS §14 "Statuses"). */
 export type LangGraphRunStatus = 'pending' | 'running' | 'success' | 'error' | 'timeout' | 'interrupted';

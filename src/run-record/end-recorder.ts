@@ -1,11 +1,11 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
+import type { RunUsage } from '../db/schema/run-usage.js';
 import { refusedAsData } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent, RunEnd } from '../events/types.js';
 import type { Signals } from '../signals/hub.js';
-import type { RunUsage } from '../telemetry/usage.js';
 import type { RunObserver } from './observer.js';
 import * as repo from './repository.js';
 import type {

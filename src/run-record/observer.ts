@@ -1,5 +1,15 @@
-import type { EndedRunFacts } from '../telemetry/run-metrics.js';
+import type { RunUsage } from '../db/schema/run-usage.js';
 import type { TerminalRunStatus } from './types.js';
+
+/** What a run's end tells the per-deployment metrics. */
+export interface EndedRunFacts {
+  deployment_id: string;
+  status: string;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  usage: RunUsage | null;
+}
 
 /** What runs and streams report for metrics; every member optional, so tests need none. */
 export interface RunObserver {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
+import type { RunUsage } from '../db/schema/run-usage.js';
 import type { Db, Environment } from '../db/types.js';
 import { launchVersionColumns } from '../deployments/launch-version.js';
-import type { RunUsage } from '../telemetry/usage.js';
 import type { RunCommand, RunStatus } from './types.js';
 
 export const runColumns = [

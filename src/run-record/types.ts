@@ -1,10 +1,10 @@
 import type { Transaction } from 'kysely';
-import type { VersionSource, VersionStatus } from '../builds/db-types.js';
-import type { Environment, RunCommand, RunStatus, ThreadInterrupt } from '../db/columns.js';
+import type { Environment, RunCommand, RunStatus, TerminalRunStatus, ThreadInterrupt } from '../db/columns.js';
+import type { VersionSource, VersionStatus } from '../db/schema/builds.js';
 import type { Database } from '../db/types.js';
 import type { StoredVariable } from '../deployments/variables.js';
 
-export type { RunCommand, RunStatus, ThreadInterrupt };
+export type { RunCommand, RunStatus, TerminalRunStatus, ThreadInterrupt };
 
 /** A thread as its run's runner receives it on standard input. */
 export interface ThreadState {
@@ -12,7 +12,6 @@ export interface ThreadState {
   /** The latest checkpoint's runner checkpoint; null when none. */
   checkpoint: unknown;
 }
-export type TerminalRunStatus = 'succeeded' | 'failed' | 'canceled';
 
 export const isTerminal = (status: RunStatus): status is TerminalRunStatus =>
   status === 'succeeded' || status === 'failed' || status === 'canceled';

@@ -1,5 +1,4 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { MemoCache } from '../cache/memo-cache.js';
 import { isDeadlock } from '../db/sqlstate.js';
 import type { Database } from '../db/types.js';
 import type { DeploymentService } from '../deployments/service.js';
@@ -9,6 +8,7 @@ import type { RunExecutor } from '../execution/port.js';
 import { toIso } from '../http/pagination.js';
 import * as idempotency from '../idempotency/store.js';
 import { newId } from '../ids.js';
+import type { MemoCache } from '../memo-cache.js';
 import type { EndRecorder } from '../run-record/end-recorder.js';
 import { runNotFound } from '../run-record/errors.js';
 import * as repo from '../run-record/repository.js';

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_RUN_LIMITS, type RunLimits } from '../execution/limits.js';
 import { findOnPath, isExecutableFile } from '../program-search.js';
+import { DEFAULT_RUN_LIMITS, type RunLimits } from '../run-limits.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from './home.js';
 import { pidMaxPerNamespace } from './kernel.js';
 import { bwrapUnsharesNetwork, type NetworkSetup, networkCommand, networkGate } from './network.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { RunLimits } from '../execution/limits.js';
 import { pythonOnPath } from '../python-on-path.js';
+import type { RunLimits } from '../run-limits.js';
 import { createBubblewrapSandbox } from './bubblewrap.js';
 import { plainSandbox } from './plain.js';
 import { type NetworkProbeResult, probeBubblewrap, probeIsolatedNetwork } from './probe.js';

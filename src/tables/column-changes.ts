@@ -1,4 +1,5 @@
 import type { Transaction } from 'kysely';
+import type { StoredColumn } from '../db/schema/tables.js';
 import type { Database } from '../db/types.js';
 import { badRequest } from '../errors.js';
 import { newId } from '../ids.js';
@@ -10,7 +11,6 @@ import {
   newStoredColumn,
   SQL_TYPES,
 } from './columns.js';
-import type { StoredColumn } from './db-types.js';
 import { addPhysicalColumn, dropPhysicalColumn, syncColumnIndex } from './physical.js';
 import type { TableRecord } from './repository.js';
 import * as rows from './row-repository.js';

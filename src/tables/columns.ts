@@ -1,6 +1,6 @@
+import type { ColumnKind, StoredColumn } from '../db/schema/tables.js';
 import { badRequest } from '../errors.js';
 import { newId } from '../ids.js';
-import type { ColumnKind, StoredColumn } from './db-types.js';
 
 /** Names a user column cannot take: the row's own members and the filterable system columns. */
 export const RESERVED_COLUMN_NAMES = ['id', '_meta', 'created_at', 'updated_at'] as const;

@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
+import type { ColumnKind, StoredColumn } from '../db/schema/tables.js';
 import { badRequest } from '../errors.js';
 import { CASTS } from './columns.js';
-import type { ColumnKind, StoredColumn } from './db-types.js';
 import { hasNul, jsonHasNul, parseDatetime, type SqlValue } from './values.js';
 
 export const MAX_FILTER_DEPTH = 5;

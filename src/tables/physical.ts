@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
+import type { StoredColumn } from '../db/schema/tables.js';
 import type { Db } from '../db/types.js';
 import { INDEXED_TYPES, SQL_TYPES, safeIdentifier } from './columns.js';
-import type { StoredColumn } from './db-types.js';
 
 /** Physical DDL. Every identifier is a generated id (checked by safeIdentifier), never a user's name. */
 

@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
+import type { StoredColumn } from '../db/schema/tables.js';
 import type { Database, Db } from '../db/types.js';
-import type { StoredColumn } from './db-types.js';
 
 const catalogColumns = [
   'id',

@@ -1,5 +1,5 @@
+import type { StoredColumn } from '../db/schema/tables.js';
 import { badRequest } from '../errors.js';
-import type { StoredColumn } from './db-types.js';
 import type { ColumnSet } from './row-repository.js';
 import { checkCell, type SqlValue } from './values.js';
 

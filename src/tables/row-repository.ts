@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
+import type { ColumnKind, StoredColumn } from '../db/schema/tables.js';
 import type { Db } from '../db/types.js';
 import { CASTS, safeIdentifier } from './columns.js';
-import type { ColumnKind, StoredColumn } from './db-types.js';
 import { tableRef } from './physical.js';
 import type { SqlValue } from './values.js';
 

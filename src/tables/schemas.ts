@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { COLUMN_TYPES } from '../db/schema/tables.js';
 import { isoDate, paginationQuery } from '../http/pagination.js';
 import {
   MAX_COLUMN_NAME_LENGTH,
@@ -7,7 +8,6 @@ import {
   MAX_OPTIONS,
   RESERVED_COLUMN_NAMES,
 } from './columns.js';
-import { COLUMN_TYPES } from './db-types.js';
 import { OPERATORS } from './filter.js';
 
 const columnType = z.enum(COLUMN_TYPES);

@@ -1,4 +1,4 @@
-import type { ColumnKind, StoredColumn } from './db-types.js';
+import type { ColumnKind, StoredColumn } from '../db/schema/tables.js';
 
 /** A value checked against its column, in the form its physical column takes as a parameter. */
 export type Checked = { ok: true; value: SqlValue } | { ok: false; reason: string };

@@ -2,14 +2,13 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/types.js';
-import { createUsageService } from '../usage/service.js';
 import { loadPriceFile, priceTable } from './prices.js';
 import { runTraceIds } from './trace-context.js';
 import { createUsageWriter } from './usage-writer.js';
 
 /**
  * What a run cost and where its time went: the price table (built-in, then MODEL_PRICES_FILE),
- * the writer of runs' usage, the usage summaries, and runs' traces when OTLP is configured.
+ * the writer of runs' usage, and runs' traces when OTLP is configured.
  */
 export async function composeTelemetry(options: {
   config: Pick<Config, 'modelPricesFile' | 'tracing'>;
@@ -23,7 +22,6 @@ export async function composeTelemetry(options: {
   return {
     prices,
     usageWriter: createUsageWriter({ db, prices, logger }),
-    usage: createUsageService(db),
     tracer,
     /** A new run's trace ids; undefined with tracing off (its `trace_id` stays null). */
     traceIds: tracer ? runTraceIds : undefined,

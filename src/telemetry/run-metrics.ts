@@ -1,15 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { RunUsage } from './usage.js';
-
-/** What a run's end tells the per-deployment metrics. */
-export interface EndedRunFacts {
-  deployment_id: string;
-  status: string;
-  created_at: Date;
-  started_at: Date | null;
-  completed_at: Date | null;
-  usage: RunUsage | null;
-}
+import type { EndedRunFacts } from '../run-record/observer.js';
 
 const TOKEN_KINDS = [
   ['input', 'input_tokens'],

@@ -1,4 +1,4 @@
-import type { RunUsage, TokenCounts } from './usage.js';
+import type { RunUsage, TokenCounts } from '../db/schema/run-usage.js';
 
 /** A span to be, built from a run's events (CONTRACTS §15): names and attributes per the GenAI conventions. */
 export interface PlannedSpan {

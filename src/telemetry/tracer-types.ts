@@ -1,5 +1,5 @@
+import type { RunUsage } from '../db/schema/run-usage.js';
 import type { LaunchSpec } from '../run-record/types.js';
-import type { RunUsage } from './usage.js';
 
 /** How a run ended, as its trace tells it. */
 export interface TracedEnd {

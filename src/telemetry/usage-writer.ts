@@ -1,9 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import type { RunUsage } from '../db/schema/run-usage.js';
 import type { Database } from '../db/types.js';
 import { updateRunningUsage } from '../run-record/repository.js';
 import type { PriceTable } from './prices.js';
-import type { RunUsage, UsageTally } from './usage.js';
+import type { UsageTally } from './usage.js';
 
 /** How long a running run's new calls wait to be written together. */
 const WRITE_DELAY_MS = 1000;

@@ -1,34 +1,11 @@
+import type { RunUsage, TokenCounts } from '../db/schema/run-usage.js';
 import { costOf, type PriceTable, priceFor } from './prices.js';
-
-/** Token counts as crewd names them (CONTRACTS §15). */
-export interface TokenCounts {
-  input_tokens: number;
-  output_tokens: number;
-  cached_input_tokens: number;
-  reasoning_tokens: number;
-  total_tokens: number;
-}
 
 /** One `llm.call` event's meaning: the model, and its usage when the runner reported it. */
 export interface LlmCall {
   model: string;
   provider: string | null;
   usage: TokenCounts | null;
-}
-
-export interface ModelUsage extends TokenCounts {
-  calls: number;
-  /** USD; null when the model has no price. */
-  cost: number | null;
-}
-
-/** A run's `usage` (CONTRACTS §15). */
-export interface RunUsage extends TokenCounts {
-  calls: number;
-  /** USD summed over the priced models; null when none is priced. */
-  cost: number | null;
-  unpriced_models: string[];
-  by_model: Record<string, ModelUsage>;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>

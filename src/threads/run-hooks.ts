@@ -1,9 +1,9 @@
+import type { ThreadStatus } from '../db/schema/threads.js';
 import type { Db } from '../db/types.js';
 import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { FinishedRun, RunEndHook, ThreadGate, ThreadState, ThreadTurn } from '../run-record/types.js';
 import type { Signals } from '../signals/hub.js';
-import type { ThreadStatus } from './db-types.js';
 import * as repo from './repository.js';
 
 export const threadNotFound = () => notFound('Thread not found');

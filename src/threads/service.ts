@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { InstanceCaches } from '../cache/instance-caches.js';
+import type { ThreadStatus } from '../db/schema/threads.js';
 import type { Database, Environment } from '../db/types.js';
 import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
@@ -7,7 +8,6 @@ import { newId } from '../ids.js';
 import type { EndRecorder } from '../run-record/end-recorder.js';
 import type { MultitaskStrategy, RunCommand } from '../run-record/types.js';
 import type { RunService } from '../runs/service.js';
-import type { ThreadStatus } from './db-types.js';
 import * as repo from './repository.js';
 import { threadBusy as busy, lockThreadAndActiveRun, threadNotFound } from './run-hooks.js';
 

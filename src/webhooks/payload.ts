@@ -1,5 +1,5 @@
+import type { WebhookEvent } from '../db/schema/webhooks.js';
 import type { FinishedRun } from '../run-record/types.js';
-import type { WebhookEvent } from './db-types.js';
 
 /** The event a run's end sends; a canceled run sends none. */
 export function eventForRun(run: Pick<FinishedRun, 'status'>): WebhookEvent | null {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
+import type { WebhookEvent } from '../db/schema/webhooks.js';
 import type { Db, Environment } from '../db/types.js';
-import type { WebhookEvent } from './db-types.js';
 
 type Page = { limit: number; offset: number };
 

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { InstanceCaches } from '../cache/instance-caches.js';
+import type { WebhookEvent } from '../db/schema/webhooks.js';
 import type { Database } from '../db/types.js';
 import { deploymentExists } from '../deployments/repository.js';
 import type { StoredSecrets } from '../deployments/stored-secrets.js';
@@ -8,7 +9,6 @@ import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
 import type { FinishedRun } from '../run-record/types.js';
 import { forbiddenUrlMessage } from './address-guard.js';
-import type { WebhookEvent } from './db-types.js';
 import { buildPayload, eventForRun } from './payload.js';
 import * as repo from './repository.js';
 import type { CreateWebhookInput, UpdateWebhookInput } from './schemas.js';

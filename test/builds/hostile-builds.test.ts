@@ -10,7 +10,7 @@ import { runStep } from '../../src/builds/run-step.js';
 import { CRASHED_BUILD_ERROR } from '../../src/builds/service.js';
 import { createDirectSpawner } from '../../src/execution/direct-spawner.js';
 import { instanceName } from '../../src/execution/instance-lease.js';
-import { RUN_LIMITS } from '../../src/execution/limits.js';
+import { RUN_LIMITS } from '../../src/run-limits.js';
 import { createKey } from '../helpers/app.js';
 import { createRunContext, type RunContext, until } from '../runs/helpers.js';
 import { createDeployment, project, tempDataDir, upload, waitForBuild } from './helpers.js';

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalEventBus } from '../../src/events/bus.js';
 import { ActiveRun } from '../../src/execution/active-run.js';
 import { RunEventLog } from '../../src/execution/event-log.js';
-import { DEFAULT_RUN_LIMITS } from '../../src/execution/limits.js';
 import type { RunnerMessage } from '../../src/execution/protocol.js';
+import { DEFAULT_RUN_LIMITS } from '../../src/run-limits.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { commandLaunch, runOfOrgA } from './helpers.js';
 

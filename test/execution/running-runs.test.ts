@@ -4,8 +4,8 @@ import { createLocalEventBus } from '../../src/events/bus.js';
 import type { LiveEvent } from '../../src/events/types.js';
 import { ActiveRun } from '../../src/execution/active-run.js';
 import { RunEventLog } from '../../src/execution/event-log.js';
-import { DEFAULT_RUN_LIMITS } from '../../src/execution/limits.js';
 import { RunningRuns } from '../../src/execution/running-runs.js';
+import { DEFAULT_RUN_LIMITS } from '../../src/run-limits.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { commandLaunch, runOfOrgA } from './helpers.js';
 

@@ -102,9 +102,50 @@ function shortestCircle(graph: Map<string, string[]>, start: string, members: Se
   return [start];
 }
 
+/**
+ * The rooms of `root` (a top-level folder, or a file at the top) that import each other, directly
+ * or round a longer loop of rooms: each group sorted, as "a ⇄ b ⇄ c". A group means an arrow that
+ * runs back up: no order of the rooms puts every importer above what it imports.
+ */
+function roomCircles(root: string): string[] {
+  const room = (file: string) => path.relative(root, file).split(path.sep)[0] as string;
+  const rooms = new Map<string, string[]>();
+  for (const [file, targets] of importGraph(root)) {
+    const from = room(file);
+    const to = new Set(rooms.get(from) ?? []);
+    for (const target of targets) if (room(target) !== from) to.add(room(target));
+    rooms.set(from, [...to]);
+  }
+  return stronglyConnected(rooms)
+    .filter((group) => group.length > 1)
+    .map((group) => group.sort().join(' ⇄ '))
+    .sort();
+}
+
 describe('the import graph of src/', () => {
   it('has no circle, type-only imports included', () => {
     expect(importCircles(SRC)).toEqual([]);
+  });
+
+  it('has no two rooms (top-level folders and files) that import each other, so no arrow runs back up', () => {
+    expect(roomCircles(SRC)).toEqual([]);
+  });
+
+  it('finds rooms that import each other round a loop, through files that do not', () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'crewd-import-rooms-'));
+    try {
+      for (const folder of ['runs', 'execution', 'record']) mkdirSync(path.join(root, folder));
+      writeFileSync(path.join(root, 'runs/service.ts'), "import '../execution/queue.js';\n");
+      writeFileSync(path.join(root, 'execution/queue.ts'), "import type { End } from '../record/types.js';\n");
+      writeFileSync(path.join(root, 'record/types.ts'), 'export interface End {}\n');
+      writeFileSync(path.join(root, 'record/observer.ts'), "import type { Limits } from '../runs/limits.js';\n");
+      writeFileSync(path.join(root, 'runs/limits.ts'), 'export interface Limits {}\n');
+      writeFileSync(path.join(root, 'top.ts'), "import './runs/service.js';\n");
+      expect(importCircles(root)).toEqual([]);
+      expect(roomCircles(root)).toEqual(['execution ⇄ record ⇄ runs']);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('finds a circle made of type-only imports and re-exports, and names it', () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_RUN_LIMITS } from '../../src/execution/limits.js';
+import { DEFAULT_RUN_LIMITS } from '../../src/run-limits.js';
 import { pidMaxPerNamespace } from '../../src/sandbox/kernel.js';
 import { tempDataDir } from '../builds/helpers.js';
 import { createRunContext, type RunContext, startRun, until, waitForRun } from '../runs/helpers.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { StoredColumn } from '../../src/tables/db-types.js';
+import type { StoredColumn } from '../../src/db/schema/tables.js';
 import { tableFields } from '../../src/tables/filter.js';
 import { indexPlanFor, matchesAll } from '../../src/tables/filter-shape.js';
 

@@ -1,5 +1,5 @@
 import type { ColumnType } from 'kysely';
-import type { Environment } from '../db/columns.js';
+import type { Environment } from '../columns.js';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;

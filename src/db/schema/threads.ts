@@ -1,5 +1,5 @@
 import type { ColumnType } from 'kysely';
-import type { Json, NullableJson, ThreadInterrupt, Timestamp } from '../db/columns.js';
+import type { Json, NullableJson, ThreadInterrupt, Timestamp } from '../columns.js';
 
 export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
 

@@ -6,8 +6,8 @@ import type {
   RunCommand,
   RunStatus,
   Timestamp,
-} from '../db/columns.js';
-import type { RunUsage } from '../telemetry/usage.js';
+} from '../columns.js';
+import type { RunUsage } from './run-usage.js';
 
 export interface InstancesTable {
   id: string;

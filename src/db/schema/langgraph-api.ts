@@ -1,5 +1,5 @@
 import type { ColumnType } from 'kysely';
-import type { Json, Timestamp } from '../db/columns.js';
+import type { Json, Timestamp } from '../columns.js';
 
 type JsonObject = Json<Record<string, unknown>>;
 

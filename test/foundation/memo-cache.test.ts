@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMemoCache } from '../../src/cache/memo-cache.js';
+import { createMemoCache } from '../../src/memo-cache.js';
 
 const limits = { maxEntries: 3, maxSize: 100, ttlMs: 60_000 };
 

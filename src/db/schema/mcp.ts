@@ -1,4 +1,4 @@
-import type { CreatedAt, NullableTimestamp } from '../db/columns.js';
+import type { CreatedAt, NullableTimestamp } from '../columns.js';
 
 /** A tools/call being answered, findable by any instance (migration 0016, docs/mcp.md#calls). */
 export interface McpCallsTable {

@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { CreatedAt, Environment, UpdatedAt } from '../db/columns.js';
+import type { CreatedAt, Environment, UpdatedAt } from '../columns.js';
 
 export type WebhookEvent = 'run.succeeded' | 'run.failed';
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
