@@ -142,7 +142,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     organizationsRefused: organizationsRefused(sandbox.kind, config.runnerSandbox),
     organizationCreated: () => executor.organizationCreated(),
   });
-  const deployments = createDeploymentService(db, secrets);
+  const deployments = createDeploymentService(db, secrets, caches);
   const tables = createTableService(db);
   const rows = createRowService(db, {
     backend: database.backend,

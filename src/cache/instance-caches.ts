@@ -10,7 +10,8 @@ export const CACHE_CHANNEL = 'crewd_cache';
 
 /**
  * The in-process caches of the hottest reads: a key's principal (every request), a finished run
- * (what clients poll) and whether a deployment has webhooks (every run's end). A change to what
+ * (what clients poll), whether a deployment has webhooks (every run's end) and the deployment a
+ * LangGraph graph names (every run of that API). A change to what
  * they hold drops them on every instance.
  */
 export interface InstanceCaches {
@@ -19,6 +20,11 @@ export interface InstanceCaches {
   runs: MemoCache<string>;
   /** Whether a deployment has webhooks, asked at every run's end; changed by creating and deleting webhooks. */
   webhookDeployments: MemoCache<boolean>;
+  /**
+   * The deployment a LangGraph `graph_id` (a deployment's name or id) names, by `<org id>/<graph id>`, asked by
+   * every run of the LangGraph API; changed by creating and renaming deployments (they are never deleted).
+   */
+  graphDeployments: MemoCache<GraphDeployment>;
   /** Runs `change` in a transaction that drops `name` everywhere: on other instances at commit, here right after. */
   changing<T>(name: CacheName, change: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
   /** A notification's payload on `crewd_cache` (another instance changed what a cache holds): drops that cache. */
@@ -27,7 +33,13 @@ export interface InstanceCaches {
   connectionChanged(): void;
 }
 
-const CACHE_NAMES = ['api_keys', 'runs', 'webhooks'] as const;
+/** A deployment as a LangGraph graph: its id and its default assistant's. */
+export interface GraphDeployment {
+  deploymentId: string;
+  assistantId: string;
+}
+
+const CACHE_NAMES = ['api_keys', 'runs', 'webhooks', 'deployments'] as const;
 export type CacheName = (typeof CACHE_NAMES)[number];
 const isCacheName = (name: string): name is CacheName => (CACHE_NAMES as readonly string[]).includes(name);
 
@@ -49,6 +61,7 @@ export function createInstanceCaches(options: {
     api_keys: createMemoCache<Principal>({ maxEntries: 10_000, maxSize: 10_000, ttlMs: 10_000 }, usable),
     runs: createMemoCache<string>({ maxEntries: 10_000, maxSize: 32 * 1024 * 1024, ttlMs: 60_000 }, usable),
     webhooks: createMemoCache<boolean>({ maxEntries: 10_000, maxSize: 10_000, ttlMs: 60_000 }, usable),
+    deployments: createMemoCache<GraphDeployment>({ maxEntries: 10_000, maxSize: 10_000, ttlMs: 60_000 }, usable),
   };
   const clearAll = () => {
     for (const cache of Object.values(caches)) cache.clear();
@@ -58,6 +71,7 @@ export function createInstanceCaches(options: {
     apiKeys: caches.api_keys as MemoCache<Principal>,
     runs: caches.runs as MemoCache<string>,
     webhookDeployments: caches.webhooks as MemoCache<boolean>,
+    graphDeployments: caches.deployments as MemoCache<GraphDeployment>,
     async changing(name, change) {
       const result = await db.transaction().execute(async (trx) => {
         const value = await change(trx);

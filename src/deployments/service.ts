@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { Database, DeploymentVersionRow, Environment } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
@@ -66,8 +67,18 @@ export function toVersion(row: VersionFields) {
   };
 }
 
-/** `secrets` seals a command version's env with SECRETS_KEY as it is stored. */
-export function createDeploymentService(db: Kysely<Database>, secrets?: Pick<StoredSecrets, 'storedEnv'>) {
+/**
+ * `secrets` seals a command version's env with SECRETS_KEY as it is stored. A deployment created or renamed drops
+ * `caches`' graph deployments (what a LangGraph graph name names) on every instance.
+ */
+export function createDeploymentService(
+  db: Kysely<Database>,
+  secrets?: Pick<StoredSecrets, 'storedEnv'>,
+  caches?: Pick<InstanceCaches, 'changing'>,
+) {
+  const naming = <T>(change: (db: Kysely<Database>) => Promise<T>): Promise<T> =>
+    caches ? caches.changing('deployments', change) : change(db);
+
   async function get(orgId: string, id: string) {
     const row = await repo.findDeployment(db, orgId, id);
     if (!row) throw deploymentNotFound();
@@ -79,12 +90,13 @@ export function createDeploymentService(db: Kysely<Database>, secrets?: Pick<Sto
 
     async create(orgId: string, name: string, options: { description?: string | null; mcp?: boolean } = {}) {
       const id = newId('dep');
-      await repo.insertDeployment(db, { id, org_id: orgId, name, ...options });
+      await naming((trx) => repo.insertDeployment(trx, { id, org_id: orgId, name, ...options }));
       return get(orgId, id);
     },
 
     async update(orgId: string, id: string, changes: { name?: string; description?: string | null; mcp?: boolean }) {
-      if (!(await repo.updateDeployment(db, orgId, id, changes))) throw deploymentNotFound();
+      const update = (trx: Kysely<Database>) => repo.updateDeployment(trx, orgId, id, changes);
+      if (!(await (changes.name === undefined ? update(db) : naming(update)))) throw deploymentNotFound();
       return get(orgId, id);
     },
 

@@ -17,7 +17,7 @@ import {
   defaultAssistantId,
   type LangGraphRunStatus,
   mergedConfig,
-  resolveAssistant,
+  resolveRunAssistant,
   runEnvironment,
   runStatusOf,
 } from './translate.js';
@@ -207,7 +207,7 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
       stateUpdate?: StateUpdate,
     ): Promise<LangGraphRun> {
       refuseUnsupported(body);
-      const resolved = await resolveAssistant(db, orgId, body.assistant_id);
+      const resolved = await resolveRunAssistant(db, services.caches.graphDeployments, orgId, body.assistant_id);
       const thread = threadId === null ? null : threadId.toLowerCase();
       const command = body.command ?? null;
       const input = isObject(body.input) ? body.input : {};
@@ -233,7 +233,7 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
           : null;
       const runId = randomUUID();
       const storedInput = { ...input, [STREAM_REQUEST_KEY]: request };
-      const deploymentId = resolved.deployment.id;
+      const deploymentId = resolved.deploymentId;
       const created = await createIn(
         {
           runId,

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
+import type { GraphDeployment } from '../cache/instance-caches.js';
 import type { ThreadStatus } from '../db/schema/threads.js';
 import type { Db, Environment } from '../db/types.js';
 import { conflict, notFound } from '../errors.js';
+import type { MemoCache } from '../memo-cache.js';
 import type { RunStatus } from '../run-record/types.js';
 
 /** Run statuses as the SDKs name them (CONTRACTS §14 "Statuses"). */
@@ -178,14 +180,49 @@ export async function resolveAssistant(db: Db, orgId: string, assistantId: strin
   }
 }
 
+/** What a run needs of its assistant: its id, its deployment's, and the assistant made through the API when it is one. */
+export interface RunAssistant {
+  assistantId: string;
+  deploymentId: string;
+  stored: StoredAssistant | null;
+}
+
+/**
+ * `resolveAssistant` for a run. A `graph_id` (a deployment's name or id, the usual assistant of a run) is answered
+ * from `cache` when it holds it: a deployment's id never changes, and its name only with a rename, which drops the
+ * cache (as a new deployment does). An assistant's UUID is read every time (its config changes with its versions).
+ */
+export async function resolveRunAssistant(
+  db: Db,
+  cache: MemoCache<GraphDeployment>,
+  orgId: string,
+  assistantId: string,
+): Promise<RunAssistant> {
+  if (isUuid(assistantId)) {
+    const resolved = await resolveAssistant(db, orgId, assistantId);
+    return { assistantId: resolved.assistantId, deploymentId: resolved.deployment.id, stored: resolved.stored };
+  }
+  const key = `${orgId}/${assistantId}`;
+  const cached = cache.get(key);
+  if (cached) return { ...cached, stored: null };
+  const generation = cache.generation;
+  const resolved = await resolveAssistant(db, orgId, assistantId);
+  const graph = { deploymentId: resolved.deployment.id, assistantId: resolved.assistantId };
+  cache.set(key, graph, generation);
+  return { ...graph, stored: null };
+}
+
 /** A run's environment: the run's own config says, else the assistant's, else production. */
-export function runEnvironment(resolved: ResolvedAssistant, runConfig: unknown): Environment {
+export function runEnvironment(resolved: Pick<ResolvedAssistant, 'stored'>, runConfig: unknown): Environment {
   if (environmentOf(runConfig) === 'staging') return 'staging';
   return environmentOf(resolved.stored?.config);
 }
 
 /** The config and context a run of this assistant starts from: the assistant's, under the run's own. */
-export function mergedConfig(resolved: ResolvedAssistant, runConfig: Record<string, unknown> | undefined) {
+export function mergedConfig(
+  resolved: Pick<ResolvedAssistant, 'stored'>,
+  runConfig: Record<string, unknown> | undefined,
+) {
   const base = resolved.stored?.config ?? {};
   const own = runConfig ?? {};
   const configurable = {

@@ -88,6 +88,26 @@ describe.runIf(testPython() !== null)('LangGraph API assistants through langgrap
     }
   });
 
+  it('runs on the deployment a graph_id names when a deployment takes or leaves that name', async () => {
+    const run = (graphId: string) =>
+      ctx.call('POST', '/langgraph/runs', { body: { assistant_id: graphId, input: { question: 'one two' } } });
+    const first = await run('agent');
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.json().assistant_id).toBe(defaultAssistantId(deploymentId));
+    // A new deployment of that name: the name now names two (a run's look-up may not keep the first).
+    const spare = await ctx.call('POST', '/v1/deployments', { body: { name: 'agent' } });
+    expect(spare.statusCode, spare.body).toBe(201);
+    const spareId = spare.json().id as string;
+    const rename = async (name: string) =>
+      expect((await ctx.call('PATCH', `/v1/deployments/${spareId}`, { body: { name } })).statusCode).toBe(200);
+    expect((await run('agent')).statusCode).toBe(409);
+    await rename('spare');
+    expect((await run('agent')).statusCode).toBe(200);
+    await rename('agent');
+    expect((await run('agent')).statusCode).toBe(409);
+    await rename('spare');
+  });
+
   it("answers 404 for another organization's assistant, by its UUID or its graph_id, and 409 for its id", async () => {
     const org = await ctx.call('POST', '/v1/organizations', { body: { name: 'other' } });
     expect(org.statusCode, org.body).toBe(201);
