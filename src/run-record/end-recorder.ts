@@ -11,6 +11,7 @@ import * as repo from './repository.js';
 import type {
   AfterCommit,
   FinishedRun,
+  JoinedEnd,
   RunEndHook,
   RunIdentity,
   RunStatus,
@@ -107,12 +108,32 @@ export function createEndRecorder(options: {
     return applying;
   }
 
-  /** Ends the run through `executor`; the hooks run in it, which is then a transaction. */
+  /**
+   * The hooks' parts of the ending statement when every hook that applies has one (then the end
+   * needs no transaction), else null.
+   */
+  function joinedParts(applying: readonly RunEndHook[], request: EndRequest): JoinedEnd[] | null {
+    if (!applying.every((hook) => hook.joinEnd)) return null;
+    const { status, output, error } = request.outcome;
+    const ending = {
+      id: request.runId,
+      status,
+      output: status === 'succeeded' ? (output ?? {}) : null,
+      error_message: status === 'failed' ? (error ?? 'Run failed') : null,
+    };
+    return applying.flatMap((hook) => hook.joinEnd?.(ending) ?? []);
+  }
+
+  /**
+   * Ends the run through `executor`; the hooks run in it, which is then a transaction, unless
+   * their `joined` parts go in the ending statement instead.
+   */
   async function endWith(
     executor: Kysely<Database> | Transaction<Database>,
     applying: readonly RunEndHook[],
     request: EndRequest,
     afterCommit: AfterCommit[],
+    joined: readonly JoinedEnd[] = [],
   ): Promise<EndedRun | null> {
     const { outcome } = request;
     const output = outcome.status === 'succeeded' ? (outcome.output ?? {}) : null;
@@ -126,6 +147,7 @@ export function createEndRecorder(options: {
       { status: outcome.status, output, error_message: error, usage: outcome.usage },
       { seq: request.seq, type: event.type, data: event.data },
       request.unstored ?? [],
+      joined,
     );
     if (!run) return null;
     const finished: FinishedRun = {
@@ -148,6 +170,10 @@ export function createEndRecorder(options: {
       const followUp = await hook.inTransaction(executor as Transaction<Database>, finished);
       if (followUp) afterCommit.push(followUp);
     }
+    joined.forEach((part, i) => {
+      const followUp = part.committed(run.joined[i], finished);
+      if (followUp) afterCommit.push(followUp);
+    });
     const stored = run.event_seq === null ? null : { seq: run.event_seq, json: JSON.stringify(event) };
     return { run, end: { status: outcome.status, output, error }, event: stored };
   }
@@ -169,11 +195,12 @@ export function createEndRecorder(options: {
     for (let attempt = 1; ; attempt++) {
       try {
         const applying = await hooksFor(request.identity);
+        const joined = joinedParts(applying, request);
         const afterCommit: AfterCommit[] = [];
         const ended =
-          applying.length > 0
-            ? await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit))
-            : await endWith(db, [], request, afterCommit);
+          applying.length === 0 || joined
+            ? await endWith(db, [], request, afterCommit, joined ?? [])
+            : await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit));
         if (!ended) return null;
         committed(request, ended, afterCommit);
         return ended;

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { RunUsage } from '../db/schema/run-usage.js';
 import type { Db, Environment } from '../db/types.js';
 import { launchVersionColumns } from '../deployments/launch-version.js';
-import type { RunCommand, RunStatus } from './types.js';
+import type { JoinedEnd, RunCommand, RunStatus } from './types.js';
 
 export const runColumns = [
   'runs.id',
@@ -196,8 +196,9 @@ const plainColumns = [
  * Ends a run still in one of `from` and stores its final event, with any of its events not yet
  * stored, in one statement; undefined when the run had ended already. `seq` 'next' numbers the
  * final event after the run's last stored one. `event_seq` is the final event's number as stored.
+ * The hooks' `joined` parts are written by the same statement; `joined` holds their results, in order.
  */
-export function endRunWithEvent(
+export async function endRunWithEvent(
   db: Db,
   id: string,
   from: readonly RunStatus[],
@@ -210,6 +211,7 @@ export function endRunWithEvent(
   },
   event: { seq: number | 'next'; type: string; data: Record<string, unknown> },
   unstored: readonly EventRow[] = [],
+  joined: ReadonlyArray<Pick<JoinedEnd, 'ctes' | 'result'>> = [],
 ) {
   const seq =
     event.seq === 'next'
@@ -222,7 +224,7 @@ export function endRunWithEvent(
   const events = sql<{ seq: number; type: string; data: string }>`(values ${sql.join(rows)})`.as<'v'>(
     sql`v(seq, type, data)`,
   );
-  return db
+  let query = db
     .with('ended', (qb) =>
       qb
         .updateTable('runs')
@@ -244,7 +246,11 @@ export function endRunWithEvent(
         .expression((eb) => eb.selectFrom(['ended', events]).select(['ended.id', 'v.seq', 'v.type', 'v.data']))
         .onConflict((oc) => oc.columns(['run_id', 'seq']).doNothing())
         .returning('seq'),
-    )
+    );
+  for (const [name, cte] of joined.flatMap((part) => part.ctes)) {
+    query = query.with(name, () => sql<Record<string, unknown>>`(${cte})`) as unknown as typeof query;
+  }
+  const row = await query
     .selectFrom('ended')
     .selectAll('ended')
     .select((eb) =>
@@ -253,7 +259,11 @@ export function endRunWithEvent(
         .select((inner) => inner.fn.max('stored.seq').as('seq'))
         .as('event_seq'),
     )
+    .select(joined.map((part, i) => part.result.as(`joined_${i}`)))
     .executeTakeFirst();
+  if (!row) return undefined;
+  const results = row as unknown as Record<string, unknown>;
+  return { ...row, joined: joined.map((_, i) => results[`joined_${i}`]) };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { RawBuilder, Transaction } from 'kysely';
 import type { Environment, RunCommand, RunStatus, TerminalRunStatus, ThreadInterrupt } from '../db/columns.js';
 import type { VersionSource, VersionStatus } from '../db/schema/builds.js';
 import type { Database } from '../db/types.js';
@@ -58,6 +58,33 @@ export interface RunEndHook {
   beforeEnd?(trx: Transaction<Database>, runId: string): Promise<void>;
   /** Runs inside the one transaction that ends the run; what it returns runs after the commit. */
   inTransaction(trx: Transaction<Database>, run: FinishedRun): Promise<AfterCommit | undefined>;
+  /**
+   * The hook's writes as part of the one statement that ends the run, instead of inTransaction.
+   * When every hook that applies has this, the end needs no transaction, whose BEGIN and COMMIT
+   * cost a round trip each before a webhook's delivery can be sent. Null: nothing to write for this end.
+   */
+  joinEnd?(run: EndingRun): JoinedEnd | null;
+}
+
+/** What an end will write, known before it is written. */
+export interface EndingRun {
+  id: string;
+  status: TerminalRunStatus;
+  output: Record<string, unknown> | null;
+  error_message: string | null;
+}
+
+/** A hook's part of the statement that ends a run. */
+export interface JoinedEnd {
+  /**
+   * Common table expressions added to that statement, in order, named uniquely for the hook; they
+   * may read `ended`, the run's row as ended (no row when the run had ended already).
+   */
+  ctes: ReadonlyArray<readonly [name: string, query: RawBuilder<unknown>]>;
+  /** A scalar subquery over them; its value is given to `committed`. */
+  result: RawBuilder<unknown>;
+  /** Once the statement has committed: what follows, as inTransaction's return. */
+  committed(result: unknown, run: FinishedRun): AfterCommit | undefined;
 }
 
 /** What a new run does when its thread is busy (CONTRACTS §10). */

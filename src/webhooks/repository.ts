@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { WebhookEvent } from '../db/schema/webhooks.js';
 import type { Db, Environment } from '../db/types.js';
 
@@ -152,6 +152,53 @@ export async function insertRunDeliveries(db: Db, input: RunDeliveryInput) {
     select i.id, i.webhook_id, t.url, t.secret
     from inserted i join targets t on t.id = i.webhook_id`.execute(db);
   return result.rows.map(({ id, webhook_id, url, secret }) => ({ id, webhook_id, url, secret }));
+}
+
+/** A timestamp as JavaScript's toISOString writes it (UTC, milliseconds). */
+const isoText = (column: RawBuilder<unknown>) =>
+  sql`to_json(to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text`;
+
+/**
+ * insertRunDeliveries as a part of the statement that ends the run (RunEndHook.joinEnd): the CTE
+ * `webhook_deliveries_ended` reads the CTE `ended`, and builds each body from `pieces` around the
+ * ended row's deployment id and times. `result` is what sending needs, as a JSON array.
+ */
+export function runDeliveriesInEnd(input: {
+  event: WebhookEvent;
+  pieces: { head: string; middle: string; tail: string };
+  ids: string[];
+  lease: { token: string; seconds: number } | null;
+}) {
+  const leaseToken = input.lease?.token ?? null;
+  const leaseSeconds = input.lease?.seconds ?? 0;
+  const { head, middle, tail } = input.pieces;
+  const insert = sql`
+    insert into webhook_deliveries
+      (id, webhook_id, event, run_id, payload, status, next_attempt_at, lease_token, lease_until)
+    select
+      coalesce((string_to_array(${input.ids.join(',')}, ','))[t.n], 'dlv_' || replace(gen_random_uuid()::text, '-', '')),
+      t.id, ${input.event}, e.id,
+      ${head}::text || to_json(e.deployment_id)::text || ${middle}::text
+        || coalesce(${isoText(sql.ref('e.started_at'))}, 'null') || ${tail}::text
+        || ${isoText(sql.ref('e.completed_at'))} || '}}',
+      'pending', now(),
+      ${leaseToken}::text,
+      case when ${leaseToken}::text is null then null else now() + make_interval(secs => ${leaseSeconds}) end
+    from ended e
+    join lateral (
+      select w.id, row_number() over (order by w.id) as n
+      from webhooks w
+      where w.deployment_id = e.deployment_id
+        and w.environment = e.environment
+        and w.enabled
+        and w.events @> ${JSON.stringify([input.event])}::jsonb
+    ) t on true
+    returning id, webhook_id, payload`;
+  const result = sql`(
+    select coalesce(json_agg(json_build_object(
+      'id', d.id, 'webhook_id', d.webhook_id, 'payload', d.payload, 'url', w.url, 'secret', w.secret)), '[]'::json)
+    from webhook_deliveries_ended d join webhooks w on w.id = d.webhook_id)`;
+  return { ctes: [['webhook_deliveries_ended', insert]] as const, result };
 }
 
 export function listDeliveries(db: Db, webhookId: string, page: Page) {

@@ -2,8 +2,8 @@ import type { RunEndHook } from '../run-record/types.js';
 import type { DeliveryOutbox, WebhookService } from './service.js';
 
 /**
- * Joins a run's end: its deliveries are written in the ending transaction and handed to the
- * worker once that transaction has committed, so a delivery is never sent for an end that rolled back.
+ * Joins a run's end: its deliveries are written by the ending statement (or transaction) and
+ * handed to the worker once it has committed, so a delivery is never sent for an end that rolled back.
  */
 export function webhookRunEndHook(webhooks: WebhookService, outbox: DeliveryOutbox): RunEndHook {
   return {
@@ -13,6 +13,20 @@ export function webhookRunEndHook(webhooks: WebhookService, outbox: DeliveryOutb
       const lease = outbox.leaseForNew();
       const written = await webhooks.enqueueForRun(trx, run, lease);
       if (lease && written.length > 0) return () => outbox.sendCommitted(written);
+    },
+    joinEnd(run) {
+      const lease = outbox.leaseForNew();
+      const part = webhooks.joinRunEnd(run, lease);
+      if (!part) return null;
+      return {
+        ctes: part.ctes,
+        result: part.result,
+        committed(result) {
+          const written = part.written(result);
+          if (lease && written.length > 0) return () => outbox.sendCommitted(written);
+          return undefined;
+        },
+      };
     },
   };
 }

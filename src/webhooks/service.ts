@@ -7,9 +7,9 @@ import type { StoredSecrets } from '../deployments/stored-secrets.js';
 import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
-import type { FinishedRun } from '../run-record/types.js';
+import type { EndingRun, FinishedRun } from '../run-record/types.js';
 import { forbiddenUrlMessage } from './address-guard.js';
-import { buildPayload, eventForRun } from './payload.js';
+import { buildPayload, eventForRun, payloadPieces } from './payload.js';
 import * as repo from './repository.js';
 import type { CreateWebhookInput, UpdateWebhookInput } from './schemas.js';
 import { generateSigningSecret } from './signer.js';
@@ -211,6 +211,24 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
         lease,
       });
       return rows.map((row) => ({ ...row, event, payload }));
+    },
+
+    /**
+     * What enqueueForRun writes, as a part of the statement that ends the run (RunEndHook.joinEnd);
+     * `written` reads the part's result. Null for an end that sends nothing.
+     */
+    joinRunEnd(run: EndingRun, lease: { token: string; seconds: number } | null) {
+      const event = eventForRun(run);
+      if (event === null) return null;
+      const part = repo.runDeliveriesInEnd({
+        event,
+        pieces: payloadPieces(event, run),
+        ids: Array.from({ length: IDS_PER_RUN }, () => newId('dlv')),
+        lease,
+      });
+      const written = (result: unknown): WrittenDelivery[] =>
+        (result as Omit<WrittenDelivery, 'event'>[]).map((row) => ({ ...row, event }));
+      return { ...part, written };
     },
   };
 }
