@@ -13,6 +13,7 @@ const BENCHES = [
   'throughput',
   'tracing',
   'langgraph',
+  'sandbox',
 ] as const;
 
 const name = process.argv[2];
