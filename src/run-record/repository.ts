@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { compiledOnce } from '../db/compiled-once.js';
 import type { RunUsage } from '../db/schema/run-usage.js';
 import type { Db, Environment } from '../db/types.js';
 import { launchVersionColumns } from '../deployments/launch-version.js';
@@ -54,67 +55,96 @@ export function insertRun(db: Db, run: NewRun) {
     .executeTakeFirstOrThrow();
 }
 
+/** A new run's values as the insert of a run of the running version takes them (its input as JSON text). */
+type RunOfVersionValues = Omit<NewRun, 'version_id' | 'input' | 'command'> & { input: string };
+
+function buildRunOfVersion(running: 'd.production_version_id' | 'd.staging_version_id') {
+  return compiledOnce((db: Db, run: Required<RunOfVersionValues>) =>
+    db
+      .with('v', (qb) =>
+        qb
+          .selectFrom('deployments as d')
+          .innerJoin('deployment_versions as ver', 'ver.id', running)
+          .select(launchVersionColumns('ver'))
+          .where('d.org_id', '=', run.org_id)
+          .where('d.id', '=', run.deployment_id),
+      )
+      .with('inserted', (qb) =>
+        qb
+          .insertInto('runs')
+          .columns([
+            'id',
+            'org_id',
+            'deployment_id',
+            'version_id',
+            'environment',
+            'thread_id',
+            'cron_id',
+            'cron_due_at',
+            'status',
+            'input',
+            'instance_id',
+            'created_at',
+            'started_at',
+            'trace_id',
+            'trace_parent_id',
+          ])
+          .expression((eb) =>
+            eb
+              .selectFrom('v')
+              .select([
+                sql<string>`${run.id}::text`.as('id'),
+                sql<string>`${run.org_id}::text`.as('org_id'),
+                sql<string>`${run.deployment_id}::text`.as('deployment_id'),
+                'v.id as version_id',
+                sql<string>`${run.environment}::text`.as('environment'),
+                sql<string | null>`${run.thread_id}::text`.as('thread_id'),
+                sql<string | null>`${run.cron_id}::text`.as('cron_id'),
+                sql<Date | null>`${run.cron_due_at}::timestamptz`.as('cron_due_at'),
+                sql<string>`${run.status}::text`.as('status'),
+                sql<string>`${run.input}::jsonb`.as('input'),
+                sql<string | null>`${run.instance_id}::text`.as('instance_id'),
+                sql<Date>`${run.created_at}::timestamptz`.as('created_at'),
+                sql<Date | null>`${run.started_at}::timestamptz`.as('started_at'),
+                sql<string | null>`${run.trace_id}::text`.as('trace_id'),
+                sql<string | null>`${run.trace_parent_id}::text`.as('trace_parent_id'),
+              ]),
+          )
+          .returning('id'),
+      )
+      .selectFrom('v')
+      .selectAll('v'),
+  );
+}
+
+const runOfVersion = {
+  production: buildRunOfVersion('d.production_version_id'),
+  staging: buildRunOfVersion('d.staging_version_id'),
+};
+
 /**
  * Inserts a run of the deployment's running version for its environment and returns that
- * version (what a runner needs); undefined, inserting nothing, when there is none.
+ * version (what a runner needs); undefined, inserting nothing, when there is none. One statement,
+ * compiled once (a run of a warm version sends it on every start).
  */
 export async function insertRunOfRunningVersion(db: Db, run: Omit<NewRun, 'version_id'>) {
-  const running = run.environment === 'production' ? 'd.production_version_id' : 'd.staging_version_id';
-  return db
-    .with('v', (qb) =>
-      qb
-        .selectFrom('deployments as d')
-        .innerJoin('deployment_versions as ver', 'ver.id', running)
-        .select(launchVersionColumns('ver'))
-        .where('d.org_id', '=', run.org_id)
-        .where('d.id', '=', run.deployment_id),
-    )
-    .with('inserted', (qb) =>
-      qb
-        .insertInto('runs')
-        .columns([
-          'id',
-          'org_id',
-          'deployment_id',
-          'version_id',
-          'environment',
-          'thread_id',
-          'cron_id',
-          'cron_due_at',
-          'status',
-          'input',
-          'instance_id',
-          'created_at',
-          'started_at',
-          'trace_id',
-          'trace_parent_id',
-        ])
-        .expression((eb) =>
-          eb
-            .selectFrom('v')
-            .select([
-              sql<string>`${run.id}::text`.as('id'),
-              sql<string>`${run.org_id}::text`.as('org_id'),
-              sql<string>`${run.deployment_id}::text`.as('deployment_id'),
-              'v.id as version_id',
-              sql<string>`${run.environment}::text`.as('environment'),
-              sql<string | null>`${run.thread_id}::text`.as('thread_id'),
-              sql<string | null>`${run.cron_id ?? null}::text`.as('cron_id'),
-              sql<Date | null>`${run.cron_due_at ?? null}::timestamptz`.as('cron_due_at'),
-              sql<string>`${run.status}::text`.as('status'),
-              sql<string>`${JSON.stringify(run.input)}::jsonb`.as('input'),
-              sql<string | null>`${run.instance_id}::text`.as('instance_id'),
-              sql<Date>`${run.created_at}::timestamptz`.as('created_at'),
-              sql<Date | null>`${run.started_at}::timestamptz`.as('started_at'),
-              sql<string | null>`${run.trace_id ?? null}::text`.as('trace_id'),
-              sql<string | null>`${run.trace_parent_id ?? null}::text`.as('trace_parent_id'),
-            ]),
-        )
-        .returning('id'),
-    )
-    .selectFrom('v')
-    .selectAll('v')
-    .executeTakeFirst();
+  const [version] = await runOfVersion[run.environment](db, {
+    id: run.id,
+    org_id: run.org_id,
+    deployment_id: run.deployment_id,
+    environment: run.environment,
+    thread_id: run.thread_id,
+    cron_id: run.cron_id ?? null,
+    cron_due_at: run.cron_due_at ?? null,
+    status: run.status,
+    input: JSON.stringify(run.input),
+    instance_id: run.instance_id,
+    created_at: run.created_at,
+    started_at: run.started_at,
+    trace_id: run.trace_id ?? null,
+    trace_parent_id: run.trace_parent_id ?? null,
+  });
+  return version;
 }
 
 export function findRun(db: Db, orgId: string, id: string) {
