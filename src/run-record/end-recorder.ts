@@ -46,7 +46,7 @@ export function finalEvent(outcome: RunOutcome): { type: string; data: Record<st
 }
 
 export interface EndedRun {
-  run: repo.RunRecord;
+  run: NonNullable<Awaited<ReturnType<typeof repo.endRunWithEvent>>>;
   end: RunEnd;
   /** The final event as stored, with its sequence number; null if its number was taken (ended elsewhere). */
   event: { seq: number; json: string } | null;

@@ -199,27 +199,23 @@ export async function countRuns(db: Db, orgId: string, filter: RunFilter): Promi
   return Number(row.count);
 }
 
-/** The run columns, unqualified, for statements that name no other table. */
-const plainColumns = [
+/**
+ * What a run's end reads back: what its hooks (their joined parts read the CTE `ended` too) and metrics need, not its
+ * input and output (large JSON, parsed for nothing).
+ */
+const endedColumns = [
   'id',
   'org_id',
   'deployment_id',
-  'version_id',
   'environment',
   'thread_id',
-  'cron_id',
   'status',
-  'input',
-  'command',
-  'output',
   'error_message',
   'instance_id',
   'created_at',
   'started_at',
   'completed_at',
   'usage',
-  'trace_id',
-  'trace_parent_id',
 ] as const;
 
 /**
@@ -267,7 +263,7 @@ export async function endRunWithEvent(
         })
         .where('id', '=', id)
         .where('status', 'in', [...from])
-        .returning(plainColumns),
+        .returning(endedColumns),
     )
     .with('stored', (qb) =>
       qb
