@@ -41,7 +41,7 @@ import traceback
 from dataclasses import dataclass
 from types import FrameType
 
-from . import cli, crewai_rehearsal, forkserver, run_home, versionview
+from . import cli, crewai_rehearsal, forkserver, hot_pages, run_home, versionview
 from .forkloop import file_id
 from .forkwire import NotCrewd, check_peer, read_secret
 
@@ -173,6 +173,8 @@ class EnvironmentServer:
         selector = selectors.DefaultSelector()
         selector.register(self._listener, selectors.EVENT_READ)
         gc.freeze()
+        # Its version servers, forked from it, share its pages in huge pages and fork their runs' children so.
+        hot_pages.collapse(hot_pages.writable_regions())
         idle_since = time.monotonic()
         listening = True
         while listening or self._children:

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
-from . import cli, crewai_rehearsal, run_home
+from . import cli, crewai_rehearsal, hot_pages, run_home
 from .forkloop import FileId, ForkServer, WarmUp, file_id
 from .forkwire import read_secret
 
@@ -158,6 +158,9 @@ def serve(
     # What was imported stays shared with the children: a collection in a child would touch every object and
     # copy the pages that hold them.
     gc.freeze()
+    if environment is None:
+        # A version server shares its environment server's (envserver); a copy of its own would be its own memory.
+        hot_pages.collapse(hot_pages.writable_regions())
     try:
         server.serve()
     finally:

@@ -24,6 +24,8 @@ Madvise = Callable[[int, int, int], int]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MADV_POPULATE_WRITE = 23
+MADV_COLLAPSE = 25
+HUGE_PAGE = 2 << 20
 # A range list longer than this is cut: it bounds what one spare copies and what crosses its socket (16 bytes each).
 MAX_RANGES = 8192
 # What one spare copies at most: its memory beside the server's.
@@ -121,6 +123,23 @@ def populate(ranges: Ranges, stop: Callable[[], bool] = lambda: False) -> None:
         since_asked += length
         if _MADVISE(address, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == 22:  # EINVAL: not offered
             return
+
+
+def collapse(regions: Regions) -> int:
+    """Moves the 2 MB-aligned parts of `regions` into huge pages (MADV_COLLAPSE, Linux 6.1 and newer, whatever the
+    machine's THP setting); the bytes moved. Called once by a server that forks, after its imports: a fork copies
+    one entry per huge page, or per run of pages of one (once a write split it), instead of one per 4 KB page, and
+    a child's exit releases them alike. The kernel may refuse (no huge page free, an older kernel): then nothing
+    changes."""
+    if _MADVISE is None:
+        return 0
+    moved = 0
+    for start, end in regions:
+        first = -(-start // HUGE_PAGE) * HUGE_PAGE
+        last = end // HUGE_PAGE * HUGE_PAGE
+        if last > first and _MADVISE(first, last - first, MADV_COLLAPSE) == 0:
+            moved += last - first
+    return moved
 
 
 def _chunks(ranges: Ranges) -> Iterator[tuple[int, int]]:

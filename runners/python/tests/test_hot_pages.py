@@ -2,6 +2,7 @@
 
 import ctypes
 import json
+import mmap
 import os
 import resource
 
@@ -120,3 +121,33 @@ def test_populating_asks_whether_to_stop_once_a_chunk_not_once_a_range():
         return len(asked)
 
     assert in_child(counted) == 1
+
+
+def anon_huge_kb(address):
+    """AnonHugePages of the mapping that holds `address` (smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and not fields[0].endswith(":"):
+                start, end = (int(bound, 16) for bound in fields[0].split("-"))
+                inside = start <= address < end
+            elif inside and fields[0] == "AnonHugePages:":
+                return int(fields[1])
+    return 0
+
+
+def test_collapse_moves_only_whole_huge_pages_of_a_region_and_keeps_what_they_hold():
+    huge = hot_pages.HUGE_PAGE
+    size = 5 * huge
+    area = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    contents = bytes(range(256)) * (size // 256)
+    area.write(contents)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(area))
+    region_start = start + PAGE
+    moved = hot_pages.collapse([(region_start, start + size)])
+    aligned = (start + size) // huge * huge - -(-region_start // huge) * huge
+    assert moved % huge == 0 and 0 <= moved <= aligned
+    assert area[:] == contents
+    if moved:  # the kernel could (Linux 6.1 and newer, a huge page free): the mapping holds huge pages now
+        assert anon_huge_kb(region_start) * 1024 >= huge
