@@ -4,20 +4,16 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
-import { bootstrapDefaultOrganization } from '../src/access/bootstrap.js';
-import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { connectPostgres } from '../src/db/connect.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { createLogger } from '../src/logger.js';
 import { createScratchDatabase } from './lib/database.js';
 import { percentile, printFigure } from './lib/figures.js';
+import { type Proc, startCrewd } from './lib/node-process.js';
 
 /**
  * `npm run bench -- webhooks`: 500 runs of a trivial crew end while a local receiver counts the
  * deliveries of one outgoing webhook. Prints lost deliveries and duplicates (goal 0 each) and the
  * time from a run's `completed_at` to the receipt of its delivery (goal: p99 at most 250 ms).
- * On PostgreSQL (BENCH_DATABASE_URL).
+ * On PostgreSQL (BENCH_DATABASE_URL). crewd runs as its own process (src/server.ts), as a service
+ * does: the receiver and the clients starting runs are this process, not crewd's event loop.
  */
 
 const RUNS = 500;
@@ -61,26 +57,17 @@ async function startReceiver() {
 export async function run(): Promise<void> {
   const scratch = await createScratchDatabase();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'crewd-bench-webhooks-'));
-  const database = connectPostgres(scratch.url, 20);
   const receiver = await startReceiver();
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let crewd: Proc | undefined;
   let client: Pool | undefined;
   try {
-    await migrateToLatest(database.db);
-    const config = loadConfig({
-      BOOTSTRAP_API_KEY: KEY,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: dataDir,
+    crewd = await startCrewd(scratch.url, dataDir, KEY, {
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-      PATH: process.env.PATH ?? '',
       // Runners sandboxed where bubblewrap works, as in production; RUNNER_SANDBOX=off compares with plain runners.
-      RUNNER_SANDBOX: process.env.RUNNER_SANDBOX,
-      RUNNER_SPAWNER: process.env.RUNNER_SPAWNER,
+      ...(process.env.RUNNER_SANDBOX ? { RUNNER_SANDBOX: process.env.RUNNER_SANDBOX } : {}),
+      ...(process.env.RUNNER_SPAWNER ? { RUNNER_SPAWNER: process.env.RUNNER_SPAWNER } : {}),
     });
-    await bootstrapDefaultOrganization(database.db, config.bootstrapApiKey);
-    app = await buildApp({ config, database, logger: createLogger(config.logLevel) });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = app.server.address() as AddressInfo;
+    const { port } = crewd;
     client = new Pool(`http://127.0.0.1:${port}`, { connections: CLIENTS });
     const api = client;
     const call = async (method: 'GET' | 'POST', url: string, body?: unknown) => {
@@ -162,9 +149,8 @@ export async function run(): Promise<void> {
     printFigure('webhooks completed_at to receipt p99', percentile(latencies, 99), 'ms', { op: '<=', target: 250 });
   } finally {
     await client?.close();
-    await app?.close();
+    await crewd?.stop();
     await receiver.close();
-    await database.close();
     await scratch.drop();
     rmSync(dataDir, { recursive: true, force: true });
   }
