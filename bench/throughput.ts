@@ -132,12 +132,14 @@ async function cpuPerRun(
   title: string,
   figure: string,
 ): Promise<void> {
+  // CPU is read over a burst of its own: the sampling profiler's cost would count in the service's CPU.
   const before = await cpuByPart(server.child.pid as number, databaseUrl);
+  await burst(run, RUNS);
+  const after = await cpuByPart(server.child.pid as number, databaseUrl);
+  const byProcess = perRun(before, after, RUNS);
   const inService = await profileDuring(server.inspectorPort, async () => {
     await burst(run, RUNS);
   });
-  const after = await cpuByPart(server.child.pid as number, databaseUrl);
-  const byProcess = perRun(before, after, RUNS);
   printTable(`${title}CPU per run by process, ${CLIENTS} clients, ${RUNS} runs:`, byProcess);
   // Samples under load count time the thread waited for a core too: each part gets its share of the measured CPU.
   const sampled = [...inService.values()].reduce((sum, ms) => sum + ms, 0);
