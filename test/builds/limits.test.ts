@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunContext, processesWith, type RunContext, until } from '../runs/helpers.js';
 import { createDeployment, project, tempDataDir, upload, waitForBuild } from './helpers.js';
@@ -9,12 +10,16 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx?.close());
 
+// Its own marker: another suite may run this file at the same time (CI runs the suites side by side), and its build
+// step's process must not count here.
+const MARKER = `crewd-limits-marker-${randomUUID()}`;
+
 // npm runs the project's own preinstall script first: a build step that never ends.
 const hanging = {
   'package.json': JSON.stringify({
     name: 'hanging',
     main: 'crew.js',
-    scripts: { preinstall: 'echo crewd-limits-marker; sleep 60' },
+    scripts: { preinstall: `echo ${MARKER}; sleep 60` },
     dependencies: { local: 'file:./local' },
   }),
   'crew.js': '',
@@ -38,7 +43,7 @@ describe('the build queue', () => {
     const failed = await waitForBuild(ctx, deploymentId, slow.id, 60_000);
     expect(failed.status).toBe('failed');
     expect(failed.build_error).toMatch(/^installing the dependencies timed out\n/);
-    expect(processesWith('crewd-limits-marker')).toEqual([]);
+    expect(processesWith(MARKER)).toEqual([]);
     expect((await waitForBuild(ctx, deploymentId, next.id, 60_000)).status).toBe('ready');
   });
 });
