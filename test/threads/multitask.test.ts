@@ -60,7 +60,8 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
     const thread = await getThread(id);
     expect(thread.status).toBe('idle');
     expect(thread.values.seen).toEqual(runs.map((run) => run.input.n));
-  });
+    // Twenty-one runs one after another, each a process: 3-4 s on a quiet machine, over 30 s at CI's load of 12-18.
+  }, 120_000);
 
   it('enqueue on a thread that is not busy starts at once; reject stays the default', async () => {
     const id = await createThread();
