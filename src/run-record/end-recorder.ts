@@ -6,8 +6,9 @@ import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { LiveEvent, RunEnd } from '../events/types.js';
 import type { Signals } from '../signals/hub.js';
+import { endRunWithEvent } from './end-statement.js';
 import type { RunObserver } from './observer.js';
-import * as repo from './repository.js';
+import type * as repo from './repository.js';
 import type {
   AfterCommit,
   FinishedRun,
@@ -46,7 +47,7 @@ export function finalEvent(outcome: RunOutcome): { type: string; data: Record<st
 }
 
 export interface EndedRun {
-  run: NonNullable<Awaited<ReturnType<typeof repo.endRunWithEvent>>>;
+  run: NonNullable<Awaited<ReturnType<typeof endRunWithEvent>>>;
   end: RunEnd;
   /** The final event as stored, with its sequence number; null if its number was taken (ended elsewhere). */
   event: { seq: number; json: string } | null;
@@ -140,7 +141,7 @@ export function createEndRecorder(options: {
     const error = outcome.status === 'failed' ? (outcome.error ?? 'Run failed') : null;
     const event = finalEvent(outcome);
     for (const hook of applying) await hook.beforeEnd?.(executor as Transaction<Database>, request.runId);
-    const run = await repo.endRunWithEvent(
+    const run = await endRunWithEvent(
       executor,
       request.runId,
       request.from,

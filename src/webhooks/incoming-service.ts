@@ -6,7 +6,7 @@ import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId, randomToken } from '../ids.js';
 import type { CreatedRun, CreateRunParams } from '../run-record/types.js';
-import * as repo from './repository.js';
+import * as repo from './incoming-repository.js';
 import type { CreateIncomingWebhookInput } from './schemas.js';
 
 type Page = { limit: number; offset: number };
