@@ -10,6 +10,7 @@ import * as repo from '../../src/run-record/repository.js';
 import type { RunEndHook } from '../../src/run-record/types.js';
 import { createSignalHub } from '../../src/signals/hub.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { insertRunningRun } from './helpers.js';
 
 /** The one place runs end, on a real database: status, final event, hooks and what follows the commit, or none of it. */
 describe('the end recorder', () => {
@@ -48,20 +49,7 @@ describe('the end recorder', () => {
 
   /** A running run, and what its streams hear. */
   async function runningRun(): Promise<{ id: string; heard: LiveEvent[] }> {
-    const id = newId('run');
-    await repo.insertRun(db(), {
-      id,
-      org_id: DEFAULT_ORG_ID,
-      deployment_id: deploymentId,
-      version_id: versionId,
-      environment: 'production',
-      thread_id: null,
-      status: 'running',
-      input: {},
-      instance_id: null,
-      created_at: new Date(),
-      started_at: new Date(),
-    });
+    const id = await insertRunningRun(db(), deploymentId, versionId);
     const heard: LiveEvent[] = [];
     bus.subscribe(id, (event) => {
       heard.push(event);

@@ -8,13 +8,13 @@ import { insertDeployment, insertVersion } from '../../src/deployments/repositor
 import { createLocalEventBus } from '../../src/events/bus.js';
 import { newId } from '../../src/ids.js';
 import { createEndRecorder, type EndRecorder, type RunOutcome } from '../../src/run-record/end-recorder.js';
-import * as runRepo from '../../src/run-record/repository.js';
 import type { FinishedRun } from '../../src/run-record/types.js';
 import { createSignalHub } from '../../src/signals/hub.js';
 import { buildPayload } from '../../src/webhooks/payload.js';
 import { webhookRunEndHook } from '../../src/webhooks/run-end-hook.js';
 import { createWebhookService, type WrittenDelivery } from '../../src/webhooks/service.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { insertRunningRun } from '../run-record/helpers.js';
 
 /**
  * A run's end with webhooks is one statement: the deliveries are written by the statement that
@@ -80,20 +80,7 @@ describe('deliveries written by the statement that ends a run', () => {
   });
 
   async function endRun(outcome: RunOutcome) {
-    const id = newId('run');
-    await runRepo.insertRun(database.handle.db, {
-      id,
-      org_id: DEFAULT_ORG_ID,
-      deployment_id: deploymentId,
-      version_id: versionId,
-      environment: 'production',
-      thread_id: null,
-      status: 'running',
-      input: {},
-      instance_id: null,
-      created_at: new Date(),
-      started_at: new Date(),
-    });
+    const id = await insertRunningRun(database.handle.db, deploymentId, versionId);
     sent.length = 0;
     transactions = 0;
     const request = { runId: id, from: ['running'] as const, outcome, seq: 'next' as const };
