@@ -31,25 +31,29 @@ describe('restart and lost runs', () => {
 
   async function insertRunningRun(runId: string, instanceId: string) {
     const { deploymentId, versionId } = await deploy(ctx, crew('trivial.mjs'));
-    await ctx.database.handle.db
-      .insertInto('runs')
-      .values({
-        id: runId,
-        org_id: 'org_default',
-        deployment_id: deploymentId,
-        version_id: versionId,
-        environment: 'production',
-        thread_id: null,
-        status: 'running',
-        input: '{}',
-        instance_id: instanceId,
-        started_at: new Date(),
-      })
-      .execute();
-    await ctx.database.handle.db
-      .insertInto('run_events')
-      .values({ run_id: runId, seq: 1, type: 'run.started', data: '{"entrypoint":"x"}' })
-      .execute();
+    // One transaction: the housekeeping tick fails a lost run with the next event's seq, so it must never see the
+    // run without its run.started event (it would take seq 1, and this insert would collide with it).
+    await ctx.database.handle.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('runs')
+        .values({
+          id: runId,
+          org_id: 'org_default',
+          deployment_id: deploymentId,
+          version_id: versionId,
+          environment: 'production',
+          thread_id: null,
+          status: 'running',
+          input: '{}',
+          instance_id: instanceId,
+          started_at: new Date(),
+        })
+        .execute();
+      await trx
+        .insertInto('run_events')
+        .values({ run_id: runId, seq: 1, type: 'run.started', data: '{"entrypoint":"x"}' })
+        .execute();
+    });
   }
 
   it('fails runs of an instance whose lease lapsed, and of this instance’s previous life', async () => {
