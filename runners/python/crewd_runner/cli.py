@@ -76,10 +76,12 @@ def warm_up(args: argparse.Namespace) -> Callable[[], None] | None:
 
 
 def rehearse(args: argparse.Namespace) -> bool:
-    """Before the crew's module is imported: a CrewAI kickoff of a built-in crew, so that forked children find
-    CrewAI's first-kickoff work done (crewai_rehearsal)."""
+    """Before the crew's or graph's module is imported: a CrewAI kickoff of a built-in crew, or runs of a built-in
+    LangGraph graph, so that forked children find a first run's work done (crewai_rehearsal, langgraph_rehearsal)."""
     if args.graph:
-        return False
+        from . import langgraph_rehearsal
+
+        return langgraph_rehearsal.rehearse()
     from . import crewai_rehearsal
 
     return crewai_rehearsal.rehearse()

@@ -77,7 +77,7 @@ GRAPH_IMPORTS = ("langgraph.graph", "langgraph.graph.message", "langgraph.prebui
 
 
 def preload(kind: str) -> None:
-    """The framework's imports and warm-up, and CrewAI's rehearsal: everything a version server would pay that is
+    """The framework's imports and warm-up, and its rehearsal: everything a version server would pay that is
     not the version's own code."""
     args = argparse.Namespace(graph=None, crew=None, flow=None)
     setattr(args, kind, "environment")

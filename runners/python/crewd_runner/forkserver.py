@@ -73,8 +73,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def preload(args: argparse.Namespace, cwd: str, rehearsed: bool = False) -> tuple[cli.Load, WarmUp]:
     """(load, warm_up_child): imports the crew now; an import error is kept and fails each run, as it would without
-    the server. `warm_up_child` is what a child forked ahead does while it waits (or None). CrewAI's rehearsal comes
-    first: no listener or hook of the crew's module may hear it (a version server's environment server `rehearsed`)."""
+    the server. `warm_up_child` is what a child forked ahead does while it waits (or None). The rehearsal (CrewAI's or
+    LangGraph's) comes first: none of the version's code may run in or hear it (a version server's environment server
+    `rehearsed`)."""
     if not rehearsed:
         try:
             cli.rehearse(args)
