@@ -11,8 +11,8 @@ import type { RunObserver } from './observer.js';
 import type * as repo from './repository.js';
 import type {
   AfterCommit,
+  EndingRun,
   FinishedRun,
-  JoinedEnd,
   RunEndHook,
   RunIdentity,
   RunStatus,
@@ -84,11 +84,14 @@ export interface EndRequest {
   identity?: RunIdentity;
 }
 
+/** A hook that writes outside the ending statement, or locks before it, needs a transaction around it. */
+const needsTransaction = (hook: RunEndHook) => hook.beforeEnd !== undefined || hook.inTransaction !== undefined;
+
 /**
- * Ends runs, the one place that does: one transaction sets the terminal status, stores the final
- * event and runs every hook (thread state, webhook outbox), so either all of it happens or none.
- * After the commit the hooks' follow-ups run and the end is published to live streams. A run no
- * hook applies to ends in one statement.
+ * Ends runs, the one place that does: the statement that sets the terminal status and stores the
+ * final event also writes the hooks' joined parts (webhook deliveries); a hook that needs a
+ * transaction (thread state) gets one around it, so either all of it happens or none. After the
+ * commit the hooks' follow-ups run and the end is published to live streams.
  */
 export function createEndRecorder(options: {
   db: Kysely<Database>;
@@ -110,42 +113,33 @@ export function createEndRecorder(options: {
   }
 
   /**
-   * The hooks' parts of the ending statement when every hook that applies has one (then the end
-   * needs no transaction), else null.
-   */
-  function joinedParts(applying: readonly RunEndHook[], request: EndRequest): JoinedEnd[] | null {
-    if (!applying.every((hook) => hook.joinEnd)) return null;
-    const { status, output, error } = request.outcome;
-    const ending = {
-      id: request.runId,
-      status,
-      output: status === 'succeeded' ? (output ?? {}) : null,
-      error_message: status === 'failed' ? (error ?? 'Run failed') : null,
-    };
-    return applying.flatMap((hook) => hook.joinEnd?.(ending) ?? []);
-  }
-
-  /**
-   * Ends the run through `executor`; the hooks run in it, which is then a transaction, unless
-   * their `joined` parts go in the ending statement instead.
+   * Ends the run through `executor`, which is a transaction when a hook needs one (`needsTransaction`):
+   * the hooks' `joinEnd` parts go in the ending statement, then their `inTransaction` writes follow it.
    */
   async function endWith(
     executor: Kysely<Database> | Transaction<Database>,
     applying: readonly RunEndHook[],
     request: EndRequest,
     afterCommit: AfterCommit[],
-    joined: readonly JoinedEnd[] = [],
   ): Promise<EndedRun | null> {
     const { outcome } = request;
-    const output = outcome.status === 'succeeded' ? (outcome.output ?? {}) : null;
-    const error = outcome.status === 'failed' ? (outcome.error ?? 'Run failed') : null;
+    const ending: EndingRun = {
+      id: request.runId,
+      status: outcome.status,
+      output: outcome.status === 'succeeded' ? (outcome.output ?? {}) : null,
+      error_message: outcome.status === 'failed' ? (outcome.error ?? 'Run failed') : null,
+    };
+    const { output, error_message } = ending;
     const event = finalEvent(outcome);
-    for (const hook of applying) await hook.beforeEnd?.(executor as Transaction<Database>, request.runId);
+    // Only a hook that needs a transaction is given it, and then `executor` is one.
+    const trx = executor as Transaction<Database>;
+    for (const hook of applying) await hook.beforeEnd?.(trx, request.runId);
+    const joined = applying.flatMap((hook) => hook.joinEnd?.(ending) ?? []);
     const run = await endRunWithEvent(
       executor,
       request.runId,
       request.from,
-      { status: outcome.status, output, error_message: error, usage: outcome.usage },
+      { status: outcome.status, output, error_message, usage: outcome.usage },
       { seq: request.seq, type: event.type, data: event.data },
       request.unstored ?? [],
       joined,
@@ -163,12 +157,12 @@ export function createEndRecorder(options: {
       values: outcome.status === 'succeeded' ? outcome.values : undefined,
       checkpoint: outcome.status === 'succeeded' ? outcome.checkpoint : undefined,
       interrupts: outcome.status === 'succeeded' ? (outcome.interrupts ?? null) : null,
-      error_message: error,
+      error_message,
       started_at: run.started_at,
       completed_at: run.completed_at ?? new Date(),
     };
     for (const hook of applying) {
-      const followUp = await hook.inTransaction(executor as Transaction<Database>, finished);
+      const followUp = await hook.inTransaction?.(trx, finished);
       if (followUp) afterCommit.push(followUp);
     }
     joined.forEach((part, i) => {
@@ -176,7 +170,7 @@ export function createEndRecorder(options: {
       if (followUp) afterCommit.push(followUp);
     });
     const stored = run.event_seq === null ? null : { seq: run.event_seq, json: JSON.stringify(event) };
-    return { run, end: { status: outcome.status, output, error }, event: stored };
+    return { run, end: { status: outcome.status, output, error: error_message }, event: stored };
   }
 
   /** What follows a committed end: the hooks' follow-ups, then the end published to live streams. */
@@ -196,12 +190,10 @@ export function createEndRecorder(options: {
     for (let attempt = 1; ; attempt++) {
       try {
         const applying = await hooksFor(request.identity);
-        const joined = joinedParts(applying, request);
         const afterCommit: AfterCommit[] = [];
-        const ended =
-          applying.length === 0 || joined
-            ? await endWith(db, [], request, afterCommit, joined ?? [])
-            : await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit));
+        const ended = applying.some(needsTransaction)
+          ? await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit))
+          : await endWith(db, applying, request, afterCommit);
         if (!ended) return null;
         committed(request, ended, afterCommit);
         return ended;

@@ -49,21 +49,20 @@ export interface RunIdentity {
 
 /**
  * A part of a run's end owned by another resource (the thread's state, webhook deliveries),
- * handed to the end recorder at construction. A run no hook applies to ends in one statement.
+ * handed to the end recorder at construction. A hook writes in one of two ways: `joinEnd`, as part
+ * of the one statement that ends the run; or `inTransaction`, in a transaction around that
+ * statement. A run whose hooks all join (or no hook applies to) ends in one statement, without a
+ * transaction, whose BEGIN and COMMIT would cost a round trip each before a webhook's delivery can be sent.
  */
 export interface RunEndHook {
   /** Whether the hook has work for a run like this; without it the hook applies to every run. */
   applies?(run: RunIdentity): boolean | Promise<boolean>;
   /** Runs first in the ending transaction, before the run's row is touched (to take locks in a fixed order). */
   beforeEnd?(trx: Transaction<Database>, runId: string): Promise<void>;
-  /** Runs inside the one transaction that ends the run; what it returns runs after the commit. */
-  inTransaction(trx: Transaction<Database>, run: FinishedRun): Promise<AfterCommit | undefined>;
-  /**
-   * The hook's writes as part of the one statement that ends the run, instead of inTransaction.
-   * When every hook that applies has this, the end needs no transaction, whose BEGIN and COMMIT
-   * cost a round trip each before a webhook's delivery can be sent. Null: nothing to write for this end.
-   */
+  /** The hook's writes as part of the statement that ends the run. Null: nothing to write for this end. */
   joinEnd?(run: EndingRun): JoinedEnd | null;
+  /** Runs in the ending transaction, after the statement that ends the run; what it returns runs after the commit. */
+  inTransaction?(trx: Transaction<Database>, run: FinishedRun): Promise<AfterCommit | undefined>;
 }
 
 /** What an end will write, known before it is written. */

@@ -8,18 +8,17 @@ import { insertDeployment, insertVersion } from '../../src/deployments/repositor
 import { createLocalEventBus } from '../../src/events/bus.js';
 import { newId } from '../../src/ids.js';
 import { createEndRecorder, type EndRecorder, type RunOutcome } from '../../src/run-record/end-recorder.js';
-import type { FinishedRun } from '../../src/run-record/types.js';
+import type { RunEndHook } from '../../src/run-record/types.js';
 import { createSignalHub } from '../../src/signals/hub.js';
-import { buildPayload } from '../../src/webhooks/payload.js';
 import { webhookRunEndHook } from '../../src/webhooks/run-end-hook.js';
 import { createWebhookService, type WrittenDelivery } from '../../src/webhooks/service.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { insertRunningRun } from '../run-record/helpers.js';
 
 /**
- * A run's end with webhooks is one statement: the deliveries are written by the statement that
- * ends the run, with no transaction around it (BEGIN and COMMIT would each cost a round trip
- * before the delivery can be sent), and their bodies are the bytes the transaction path writes.
+ * A run's deliveries are written by the statement that ends the run: with no transaction around it
+ * when no other hook needs one (BEGIN and COMMIT would each cost a round trip before the delivery
+ * can be sent), inside the transaction of a hook that does. Their bodies are SPEC §6's, byte for byte.
  */
 describe('deliveries written by the statement that ends a run', () => {
   let database: TestDatabase;
@@ -28,6 +27,8 @@ describe('deliveries written by the statement that ends a run', () => {
   const sent: WrittenDelivery[] = [];
   let transactions = 0;
   let recorder: EndRecorder;
+  /** The recorder's hooks: the webhook hook, after another one in one test. */
+  const hooks: RunEndHook[] = [];
   const lease = { token: 'lease-of-this-test', seconds: 60 };
 
   beforeAll(async () => {
@@ -67,11 +68,12 @@ describe('deliveries written by the statement that ends a run', () => {
       },
     }) as Kysely<Database>;
     const outbox = { leaseForNew: () => lease, sendCommitted: (d: WrittenDelivery[]) => sent.push(...d), wake() {} };
+    hooks.push(webhookRunEndHook(webhooks, outbox));
     recorder = createEndRecorder({
       db: counting,
       bus: createLocalEventBus(),
       logger: pino({ level: 'silent' }),
-      hooks: [webhookRunEndHook(webhooks, outbox)],
+      hooks,
       signals: createSignalHub({ logger: pino({ level: 'silent' }), subscribers: {} }),
     });
   });
@@ -108,28 +110,22 @@ describe('deliveries written by the statement that ends a run', () => {
     expect(sent.map((d) => d.id).sort()).toEqual(stored.map((row) => row.id));
     expect(sent.every((d) => d.event === 'run.succeeded' && d.url.startsWith('http://127.0.0.1:9/'))).toBe(true);
 
-    // The body is the bytes the transaction path builds: the stored run's times, the runner's output as given.
+    // The body is SPEC §6's object as JSON.stringify writes it: the stored run's times, the output as given.
     const run = ended?.run as NonNullable<typeof ended>['run'];
-    const finished: FinishedRun = {
-      ...run,
-      status: 'succeeded',
-      output,
-      values: undefined,
-      completed_at: run.completed_at as Date,
-    };
     for (const delivery of sent) {
-      const timestamp = new Date(JSON.parse(delivery.payload).timestamp);
-      expect(delivery.payload).toBe(buildPayload('run.succeeded', finished, timestamp));
+      const timestamp = JSON.parse(delivery.payload).timestamp;
+      expect(timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      const data = {
+        run_id: id,
+        deployment_id: deploymentId,
+        status: 'succeeded',
+        output,
+        started_at: run.started_at?.toISOString(),
+        completed_at: run.completed_at?.toISOString(),
+      };
+      expect(delivery.payload).toBe(JSON.stringify({ event: 'run.succeeded', timestamp, data }));
       expect(stored.find((row) => row.id === delivery.id)?.payload).toBe(delivery.payload);
     }
-    expect(JSON.parse(sent[0]?.payload ?? '').data).toEqual({
-      run_id: id,
-      deployment_id: deploymentId,
-      status: 'succeeded',
-      output,
-      started_at: run.started_at?.toISOString(),
-      completed_at: run.completed_at?.toISOString(),
-    });
   });
 
   it('sends a failed run’s error, nothing for a canceled run, and writes nothing for an end written already', async () => {
@@ -137,8 +133,17 @@ describe('deliveries written by the statement that ends a run', () => {
     expect(transactions).toBe(0);
     expect(sent).toHaveLength(2);
     const body = JSON.parse(sent[0]?.payload ?? '');
-    expect(body.event).toBe('run.failed');
-    expect(body.data).toMatchObject({ status: 'failed', output: {}, error_message: 'it broke: "badly"' });
+    const run = failed.ended?.run as NonNullable<typeof failed.ended>['run'];
+    const data = {
+      run_id: failed.id,
+      deployment_id: deploymentId,
+      status: 'failed',
+      output: {},
+      error_message: 'it broke: "badly"',
+      started_at: run.started_at?.toISOString(),
+      completed_at: run.completed_at?.toISOString(),
+    };
+    expect(sent[0]?.payload).toBe(JSON.stringify({ event: 'run.failed', timestamp: body.timestamp, data }));
 
     const canceled = await endRun({ status: 'canceled', output: null, error: null });
     expect(canceled.ended?.run.status).toBe('canceled');
@@ -151,5 +156,50 @@ describe('deliveries written by the statement that ends a run', () => {
     expect(again).toBeNull();
     expect(sent).toHaveLength(0);
     expect(await storedDeliveries(failed.id)).toHaveLength(2);
+  });
+
+  it('writes them in the ending statement inside the transaction of a hook that needs one, or not at all', async () => {
+    // A hook without joinEnd, before the webhook hook: it runs after the ending statement, in its transaction.
+    let seen: number | undefined;
+    const thread: RunEndHook = {
+      async inTransaction(trx, run) {
+        const rows = await trx.selectFrom('webhook_deliveries').select('id').where('run_id', '=', run.id).execute();
+        seen = rows.length;
+        return undefined;
+      },
+    };
+    hooks.unshift(thread);
+    try {
+      const { id, ended } = await endRun({ status: 'succeeded', output: { ok: true }, error: null });
+      expect(ended?.run.status).toBe('succeeded');
+      expect(transactions).toBe(1);
+      // Written already, by the statement that ended the run, before any hook's own writes.
+      expect(seen).toBe(2);
+      const stored = await storedDeliveries(id);
+      expect(stored).toHaveLength(2);
+      expect(sent.map((d) => d.id).sort()).toEqual(stored.map((row) => row.id));
+
+      // When that hook fails, its transaction rolls back with the end and the deliveries: none written, none sent.
+      thread.inTransaction = async () => {
+        throw new Error('the thread could not be released');
+      };
+      const failing = await insertRunningRun(database.handle.db, deploymentId, versionId);
+      sent.length = 0;
+      const request = { runId: failing, from: ['running'] as const, seq: 'next' as const };
+      const outcome: RunOutcome = { status: 'succeeded', output: {}, error: null };
+      await expect(recorder.end({ ...request, outcome, identity: { deploymentId, threadId: null } })).rejects.toThrow(
+        'the thread could not be released',
+      );
+      expect(await storedDeliveries(failing)).toHaveLength(0);
+      expect(sent).toHaveLength(0);
+      const row = await database.handle.db
+        .selectFrom('runs')
+        .select('status')
+        .where('id', '=', failing)
+        .executeTakeFirstOrThrow();
+      expect(row.status).toBe('running');
+    } finally {
+      hooks.shift();
+    }
   });
 });
