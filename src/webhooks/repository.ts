@@ -111,57 +111,17 @@ const deliveryColumns = [
   'next_attempt_at',
 ] as const;
 
-export interface RunDeliveryInput {
-  deploymentId: string;
-  environment: Environment;
-  event: WebhookEvent;
-  runId: string;
-  payload: string;
-  /** Ids to give the rows, one per target; targets beyond them get a random id made in SQL. */
-  ids: string[];
-  /** Lease the rows to this holder at once (the instance that will send them after commit). */
-  lease: { token: string; seconds: number } | null;
-}
-
-/**
- * One statement for a run's end: a delivery per enabled webhook of the deployment + environment
- * that wants the event. Returns what sending needs.
- */
-export async function insertRunDeliveries(db: Db, input: RunDeliveryInput) {
-  const leaseToken = input.lease?.token ?? null;
-  const leaseSeconds = input.lease?.seconds ?? 0;
-  const result = await sql<{ id: string; webhook_id: string; url: string; secret: string }>`
-    with targets as (
-      select w.id, w.url, w.secret, row_number() over (order by w.id) as n
-      from webhooks w
-      where w.deployment_id = ${input.deploymentId}
-        and w.environment = ${input.environment}
-        and w.enabled
-        and w.events @> ${JSON.stringify([input.event])}::jsonb
-    ), inserted as (
-      insert into webhook_deliveries
-        (id, webhook_id, event, run_id, payload, status, next_attempt_at, lease_token, lease_until)
-      select
-        coalesce((string_to_array(${input.ids.join(',')}, ','))[t.n], 'dlv_' || replace(gen_random_uuid()::text, '-', '')),
-        t.id, ${input.event}, ${input.runId}, ${input.payload}, 'pending', now(),
-        ${leaseToken}::text,
-        case when ${leaseToken}::text is null then null else now() + make_interval(secs => ${leaseSeconds}) end
-      from targets t
-      returning id, webhook_id
-    )
-    select i.id, i.webhook_id, t.url, t.secret
-    from inserted i join targets t on t.id = i.webhook_id`.execute(db);
-  return result.rows.map(({ id, webhook_id, url, secret }) => ({ id, webhook_id, url, secret }));
-}
-
 /** A timestamp as JavaScript's toISOString writes it (UTC, milliseconds). */
 const isoText = (column: RawBuilder<unknown>) =>
   sql`to_json(to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text`;
 
 /**
- * insertRunDeliveries as a part of the statement that ends the run (RunEndHook.joinEnd): the CTE
- * `webhook_deliveries_ended` reads the CTE `ended`, and builds each body from `pieces` around the
- * ended row's deployment id and times. `result` is what sending needs, as a JSON array.
+ * A run's deliveries as a part of the statement that ends it (RunEndHook.joinEnd): the CTE
+ * `webhook_deliveries_ended` reads the CTE `ended` and inserts a delivery per enabled webhook of
+ * the run's deployment + environment that wants the event, each body built from `pieces` around
+ * the ended row's deployment id and times. Ids come from `ids`, one per target; targets beyond them
+ * get a random id made in SQL. With a `lease` the rows are held for its holder (the instance that
+ * sends them after commit). `result` is what sending needs, as a JSON array.
  */
 export function runDeliveriesInEnd(input: {
   event: WebhookEvent;

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { InstanceCaches } from '../cache/instance-caches.js';
 import type { WebhookEvent } from '../db/schema/webhooks.js';
 import type { Database } from '../db/types.js';
@@ -7,9 +7,9 @@ import type { StoredSecrets } from '../deployments/stored-secrets.js';
 import { badRequest, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import { newId } from '../ids.js';
-import type { EndingRun, FinishedRun } from '../run-record/types.js';
+import type { EndingRun } from '../run-record/types.js';
 import { forbiddenUrlMessage } from './address-guard.js';
-import { buildPayload, eventForRun, payloadPieces } from './payload.js';
+import { eventForRun, payloadPieces } from './payload.js';
 import * as repo from './repository.js';
 import type { CreateWebhookInput, UpdateWebhookInput } from './schemas.js';
 import { generateSigningSecret } from './signer.js';
@@ -143,7 +143,7 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
       if (!(await caches.changing('webhooks', (trx) => repo.deleteWebhook(trx, orgId, id)))) throw webhookNotFound();
     },
 
-    /** Whether runs of the deployment can have deliveries; runs of one without webhooks end without a transaction. */
+    /** Whether runs of the deployment can have deliveries; a run of one without any ends without the webhook hook. */
     async hasWebhooks(deploymentId: string): Promise<boolean> {
       const known = caches.webhookDeployments.get(deploymentId);
       if (known !== undefined) return known;
@@ -190,32 +190,9 @@ export function createWebhookService(db: Kysely<Database>, options: WebhookServi
     },
 
     /**
-     * At a run's end, inside its ending transaction: one delivery per enabled webhook of the run's
-     * deployment and environment that wants the event; with a lease, held for its holder to send.
-     */
-    async enqueueForRun(
-      trx: Transaction<Database>,
-      run: FinishedRun,
-      lease: { token: string; seconds: number } | null = null,
-    ): Promise<WrittenDelivery[]> {
-      const event = eventForRun(run);
-      if (event === null) return [];
-      const payload = buildPayload(event, run);
-      const rows = await repo.insertRunDeliveries(trx, {
-        deploymentId: run.deployment_id,
-        environment: run.environment,
-        event,
-        runId: run.id,
-        payload,
-        ids: Array.from({ length: IDS_PER_RUN }, () => newId('dlv')),
-        lease,
-      });
-      return rows.map((row) => ({ ...row, event, payload }));
-    },
-
-    /**
-     * What enqueueForRun writes, as a part of the statement that ends the run (RunEndHook.joinEnd);
-     * `written` reads the part's result. Null for an end that sends nothing.
+     * A run's deliveries, as a part of the statement that ends it (RunEndHook.joinEnd): one per
+     * enabled webhook of the run's deployment and environment that wants the event; with a lease,
+     * held for its holder to send. `written` reads the part's result. Null for an end that sends nothing.
      */
     joinRunEnd(run: EndingRun, lease: { token: string; seconds: number } | null) {
       const event = eventForRun(run);

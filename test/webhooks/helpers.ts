@@ -1,9 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import { DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
 import type { AppDependencies } from '../../src/app.js';
 import { createInstanceCaches } from '../../src/cache/instance-caches.js';
+import type { Db } from '../../src/db/types.js';
 import type { FinishedRun } from '../../src/run-record/types.js';
 import { createWebhookService } from '../../src/webhooks/service.js';
 import { startTestApp, type TestContext } from '../helpers/app.js';
@@ -148,16 +150,23 @@ export function finishedRun(deploymentId: string, overrides: Partial<FinishedRun
 }
 
 /**
- * Ends a run the way the runs service does: the webhook hook writes its deliveries inside a
- * transaction. Returns the delivery ids.
+ * Writes a run's deliveries as the statement that ends a run does (the webhook hook's part of it),
+ * over `run` as the ended row, so a test needs no real run; through `db` when given (a transaction).
+ * Returns the delivery ids. test/webhooks/end-statement.test.ts ends real runs.
  */
-export async function enqueueRunEnd(ctx: WebhookTestContext, run: FinishedRun): Promise<string[]> {
+export async function enqueueRunEnd(ctx: WebhookTestContext, run: FinishedRun, db: Db = ctx.database.handle.db) {
   const service = createWebhookService(ctx.database.handle.db, {
     allowPrivateUrls: true,
     caches: createInstanceCaches({ ...ctx.database.handle, listener: null }),
   });
-  const written = await ctx.database.handle.db.transaction().execute((trx) => service.enqueueForRun(trx, run));
-  return written.map((delivery) => delivery.id);
+  const part = service.joinRunEnd(run, null);
+  if (!part) return [];
+  const ended = sql`select ${run.id}::text as id, ${run.deployment_id}::text as deployment_id,
+    ${run.environment}::text as environment, ${run.started_at}::timestamptz as started_at,
+    ${run.completed_at}::timestamptz as completed_at`;
+  const ctes = [['ended', ended] as const, ...part.ctes].map(([name, query]) => sql`${sql.id(name)} as (${query})`);
+  const { rows } = await sql<{ result: unknown }>`with ${sql.join(ctes)} select ${part.result} as result`.execute(db);
+  return part.written(rows[0]?.result).map((delivery) => delivery.id);
 }
 
 export async function getDelivery(ctx: WebhookTestContext, webhookId: string, deliveryId: string) {

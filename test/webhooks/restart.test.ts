@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInstanceCaches } from '../../src/cache/instance-caches.js';
-import { createWebhookService } from '../../src/webhooks/service.js';
 import {
   createDeployment,
   createWebhook,
@@ -76,11 +74,7 @@ describe('deliveries survive a restart', () => {
     // A row leased by an instance that crashed: leased, lease already run out.
     const db = ctx.database.handle.db;
     await db.transaction().execute(async (trx) => {
-      const service = createWebhookService(db, {
-        allowPrivateUrls: true,
-        caches: createInstanceCaches({ ...ctx.database.handle, listener: null }),
-      });
-      const [id] = (await service.enqueueForRun(trx, finishedRun(deploymentId))).map((delivery) => delivery.id);
+      const [id] = await enqueueRunEnd(ctx, finishedRun(deploymentId), trx);
       await trx
         .updateTable('webhook_deliveries')
         .set({ lease_token: 'dead-instance', lease_until: new Date(Date.now() - 1000) })
