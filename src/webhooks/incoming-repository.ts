@@ -1,18 +1,10 @@
-import type { Db, Environment } from '../db/types.js';
+import type { Insertable } from 'kysely';
+import type { IncomingWebhooksTable } from '../db/schema/webhooks.js';
+import type { Db } from '../db/types.js';
 
 type Page = { limit: number; offset: number };
 
-export function insertIncomingWebhook(
-  db: Db,
-  row: {
-    id: string;
-    org_id: string;
-    deployment_id: string;
-    environment: Environment;
-    name: string | null;
-    token_hash: string;
-  },
-) {
+export function insertIncomingWebhook(db: Db, row: Insertable<IncomingWebhooksTable>) {
   return db
     .insertInto('incoming_webhooks')
     .values(row)
