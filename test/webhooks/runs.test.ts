@@ -168,6 +168,35 @@ describe('webhooks with real runs', () => {
     });
   });
 
+  it('sends one run.succeeded for a run in a thread, whose end also gives the thread back', async () => {
+    const webhook = await createWebhook(ctx, { deployment_id: deploymentId, url: receiver.url });
+    receiver.secret = webhook.secret;
+    const thread = (await ctx.call('POST', '/v1/threads', { body: { deployment_id: deploymentId } })).json();
+    const created = await ctx.call('POST', `/v1/threads/${thread.thread_id}/runs`, {
+      body: { input: { in: 'thread' } },
+    });
+    expect(created.statusCode).toBe(202);
+    const run = await finished(created.json().run_id);
+    expect(run.status).toBe('succeeded');
+
+    const received = await until(() => receiver.received.find((r) => JSON.parse(r.body).data.run_id === run.id));
+    expect(received.verified).toBe(true);
+    expect(JSON.parse(received.body).data).toEqual({
+      run_id: run.id,
+      deployment_id: deploymentId,
+      status: 'succeeded',
+      output: { echo: { in: 'thread' } },
+      started_at: run.started_at,
+      completed_at: run.completed_at,
+    });
+    expect((await ctx.call('GET', `/v1/threads/${thread.thread_id}`)).json().status).toBe('idle');
+    const deliveries = await until(async () => {
+      const list = (await ctx.call('GET', `/v1/webhooks/${webhook.id}/deliveries`)).json().deliveries;
+      return list.every((d: { status: string }) => d.status !== 'pending') ? list : undefined;
+    });
+    expect(deliveries.map((d: { run_id: string }) => d.run_id)).toEqual([run.id]);
+  });
+
   it('sends run.failed with the error, nothing for a canceled run, and each end exactly once', async () => {
     const failing = await createDeployment(ctx, 'failing');
     await ctx.call('POST', `/v1/deployments/${failing}/versions`, {
