@@ -23,7 +23,6 @@ children pay as before.
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 import json
 import logging
@@ -68,8 +67,6 @@ def rehearse() -> bool:
         with _tracing_off(), _warnings_unmarked(), _output_discarded() as sink:
             failed = _run_rounds(graph, sink)
     finally:
-        # What the runs left in cycles (their loops, frames, graphs) is not frozen into every child's pages.
-        gc.collect()
         _check_threads()
     if failed is not None:
         _log.warning("crewd fork server: the LangGraph rehearsal stopped, its run failed: %s", failed)
