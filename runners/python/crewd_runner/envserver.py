@@ -90,7 +90,12 @@ def preload(kind: str) -> None:
         for name in GRAPH_IMPORTS:
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
-        _compile_a_graph()
+        from .langgraph_rehearsal import tracing_off
+
+        # Without tracing: LangSmith would read and keep whether to trace from the environment's variables, which a
+        # version server's (a deployment's LANGSMITH_TRACING) would then not change.
+        with tracing_off():
+            _compile_a_graph()
 
 
 def _compile_a_graph() -> None:

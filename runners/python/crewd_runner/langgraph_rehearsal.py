@@ -64,7 +64,7 @@ def rehearse() -> bool:
         _log.warning("crewd fork server: no LangGraph rehearsal, this LangGraph lacks a part of it: %r", error)
         return False
     try:
-        with _tracing_off(), _warnings_unmarked(), _output_discarded() as sink:
+        with tracing_off(), _warnings_unmarked(), _output_discarded() as sink:
             failed = _run_rounds(graph, sink)
     finally:
         _check_threads()
@@ -173,7 +173,9 @@ def _api_request(checkpoint: object) -> dict[str, Any]:
     }
 
 
-def _tracing_off() -> AbstractContextManager[None]:
+def tracing_off() -> AbstractContextManager[None]:
+    """LangSmith tracing off while it lasts, by LangSmith's own context: LangSmith then reads none of its settings
+    (it caches what it reads, for the life of the process: a server's reading would be its children's)."""
     try:
         from langsmith.run_helpers import tracing_context
     except ImportError:

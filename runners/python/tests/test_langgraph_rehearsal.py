@@ -171,3 +171,22 @@ def test_a_rehearsal_whose_threads_outlive_it_says_so_rather_than_let_the_server
 
     assert completed.returncode == 0, completed.stderr
     assert "the LangGraph rehearsal left threads running (left-behind)" in completed.stdout
+
+
+ENVIRONMENT_PRELOAD = """
+import os
+from langsmith import utils
+from crewd_runner import envserver
+utils.get_env_var.cache_clear()
+envserver.preload("graph")
+# A version server takes the version's variables (a deployment's among them) after the environment server's preload.
+os.environ["LANGSMITH_TRACING"] = "true"
+print(utils.tracing_is_enabled())
+"""
+
+
+def test_an_environment_servers_preload_leaves_whether_to_trace_to_the_versions_variables():
+    completed = run_python(["-c", ENVIRONMENT_PRELOAD], PROJECTS, runner_env())
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "True\n"
