@@ -190,3 +190,23 @@ def test_an_environment_servers_preload_leaves_whether_to_trace_to_the_versions_
 
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "True\n"
+
+
+EVENT_LOOP_AFTER = """
+import argparse, asyncio, sys
+from crewd_runner import cli
+args = argparse.Namespace(graph=None, crew=None, flow=None)
+setattr(args, sys.argv[1], "rehearsal")
+done = cli.rehearse(args)
+# What the version's module, imported next, may do: as in a new process, the main thread gets a loop.
+loop = asyncio.get_event_loop()
+print(done, type(loop).__name__, loop.is_closed())
+"""
+
+
+@pytest.mark.parametrize("kind", ["graph", "crew"])
+def test_after_a_rehearsal_the_main_thread_gets_an_event_loop_as_in_a_new_process(kind):
+    completed = run_python(["-c", EVENT_LOOP_AFTER, kind], PROJECTS, runner_env())
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "True _UnixSelectorEventLoop False\n"
