@@ -61,8 +61,8 @@ def rehearse() -> bool:
         return False
     try:
         graph = built_in_graph()
-    except ImportError as error:
-        _log.warning("crewd fork server: no LangGraph rehearsal, this LangGraph lacks a part of it: %r", error)
+    except Exception as error:  # noqa: BLE001 (LangGraph's code, of whichever version the environment holds: logged)
+        _log.warning("crewd fork server: no LangGraph rehearsal, this LangGraph cannot build its graph: %r", error)
         return False
     try:
         with tracing_off(), _warnings_unmarked(), _output_discarded() as sink:

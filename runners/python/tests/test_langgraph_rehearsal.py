@@ -124,6 +124,17 @@ langgraph_rehearsal.built_in_graph = lacking
 print(langgraph_rehearsal.rehearse())
 """
 
+REFUSING = """
+import logging
+from langgraph.graph import StateGraph
+from crewd_runner import langgraph_rehearsal
+logging.basicConfig(format="%(message)s")
+def refuse(*args, **kwargs):
+    raise TypeError("unexpected argument")
+StateGraph.add_conditional_edges = refuse
+print(langgraph_rehearsal.rehearse())
+"""
+
 FAILING = """
 import logging
 from crewd_runner import langgraph_rehearsal
@@ -138,7 +149,8 @@ print(langgraph_rehearsal.rehearse())
 @pytest.mark.parametrize(
     ("script", "said"),
     [
-        (LACKING, "no LangGraph rehearsal, this LangGraph lacks a part of it: ImportError('no add_messages"),
+        (LACKING, "no LangGraph rehearsal, this LangGraph cannot build its graph: ImportError('no add_messages"),
+        (REFUSING, "no LangGraph rehearsal, this LangGraph cannot build its graph: TypeError('unexpected argument"),
         (FAILING, "the LangGraph rehearsal stopped, its run failed: RuntimeError: a part of LangGraph failed"),
     ],
 )
