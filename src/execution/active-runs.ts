@@ -7,7 +7,7 @@ import type { RunEventFeed } from '../events/types.js';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from '../run-limits.js';
 import type { EndRecorder, OwnEnd, RunOutcome } from '../run-record/end-recorder.js';
 import type { RunObserver } from '../run-record/observer.js';
-import { findEndedAmong } from '../run-record/repository.js';
+import { findEndedAmong, insertEventsWhileRunning } from '../run-record/repository.js';
 import type { LaunchSpec, RunStatus } from '../run-record/types.js';
 import type { RunTracer } from '../telemetry/tracer-types.js';
 import type { UsageWriter } from '../telemetry/usage-writer.js';
@@ -253,8 +253,9 @@ export function createActiveRuns(options: ActiveRunsOptions) {
    */
   function launch(spec: LaunchSpec): { started: Promise<RunStatus>; gone: Promise<void> } {
     const limits = options.runLimits ?? DEFAULT_RUN_LIMITS;
-    // The run enforces RUN_MAX_EVENTS on the log's count (ActiveRun): the log drops nothing itself.
-    const log = new RunEventLog(spec.run.id, 0, db, bus, logger, null);
+    // The run enforces RUN_MAX_EVENTS on the log's count (ActiveRun): the log drops nothing itself. It stores only
+    // while the run is running: an end made elsewhere (a cancel, a run displacing it) is numbered after its events.
+    const log = new RunEventLog(spec.run.id, 0, db, bus, logger, null, insertEventsWhileRunning);
     const run = new ActiveRun(spec, log, options.killGraceMs, limits);
     run.trace = options.tracer?.start(spec) ?? null;
     running.add(run);

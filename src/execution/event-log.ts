@@ -7,6 +7,18 @@ import type { LiveEvent } from '../events/types.js';
 import { RUN_LIMITS } from '../run-limits.js';
 import * as repo from '../run-record/repository.js';
 
+/**
+ * How a batch is stored; answers how many of its rows were. Fewer: the run ended meanwhile (ended by
+ * someone else, its end numbered after what was stored), and the rest are late events, dropped.
+ */
+export type StoreEvents = (db: Kysely<Database>, rows: repo.EventRow[]) => Promise<number>;
+
+/** Stores every row whose number is free, and takes the batch as stored (a build's log: nothing ends it from elsewhere). */
+const storeAll: StoreEvents = async (db, rows) => {
+  await repo.insertEvents(db, rows);
+  return rows.length;
+};
+
 interface StoredEvent extends LiveEvent {
   type: string;
   data: string;
@@ -60,6 +72,8 @@ export class RunEventLog {
      * (a run fails past RUN_MAX_EVENTS).
      */
     private readonly maxEvents: number | null = RUN_LIMITS.maxEventsPerRun,
+    /** A run's log stores with `repo.insertEventsWhileRunning`, so none of its events lands after an end made elsewhere. */
+    private readonly store: StoreEvents = storeAll,
   ) {
     this.nextSeq = lastSeq + 1;
   }
@@ -166,13 +180,14 @@ export class RunEventLog {
       const batch = this.pending.slice(0, MAX_BATCH);
       this.inFlight = batch.length;
       try {
-        await repo.insertEvents(
+        const stored = await this.store(
           this.db,
           batch.map((event) => this.row(event)),
         );
         this.dropFirst(batch.length);
         this.failures = 0;
-        this.bus.stored?.(this.runId, batch);
+        // A batch refused because the run ended is not announced: its numbers may belong to other events.
+        if (stored === batch.length) this.bus.stored?.(this.runId, batch);
       } catch (error) {
         this.failures++;
         this.logger.error({ err: error, runId: this.runId, failures: this.failures }, 'storing run events failed');

@@ -76,7 +76,10 @@ export interface EndRequest {
   runId: string;
   from: readonly RunStatus[];
   outcome: RunOutcome;
-  /** The final event's number when the caller owns the run's events, else the next free one. */
+  /**
+   * The final event's number when the caller owns the run's events, else 'next': the next free one,
+   * after every event its owner's log stored (end-statement.ts).
+   */
   seq: number | 'next';
   /** The owner's events not stored yet, stored with the end. */
   unstored?: readonly repo.EventRow[];

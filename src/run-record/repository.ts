@@ -296,6 +296,30 @@ export function insertEvents(db: Db, rows: EventRow[]) {
     .execute();
 }
 
+/**
+ * Events of a running run from its owner's event log, stored only while the run is running: the
+ * insert share-locks the run's row, so an end (which updates that row) waits for an insert under
+ * way, and an insert after an end stores nothing (the end's event stays last). Answers how many
+ * rows were stored; none when the run has ended.
+ */
+export async function insertEventsWhileRunning(db: Db, rows: EventRow[]): Promise<number> {
+  const runId = rows[0]?.run_id;
+  if (runId === undefined) return 0;
+  const values = sql<{ seq: number; type: string; data: string }>`(values ${sql.join(
+    rows.map((row) => sql`(${row.seq}::integer, ${row.type}::text, ${row.data}::jsonb)`),
+  )})`.as<'v'>(sql`v(seq, type, data)`);
+  const result = await db
+    .with('running', (qb) =>
+      qb.selectFrom('runs').select('id').where('id', '=', runId).where('status', '=', 'running').forShare(),
+    )
+    .insertInto('run_events')
+    .columns(['run_id', 'seq', 'type', 'data'])
+    .expression((eb) => eb.selectFrom(['running', values]).select(['running.id', 'v.seq', 'v.type', 'v.data']))
+    .onConflict((oc) => oc.columns(['run_id', 'seq']).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n);
+}
+
 export function listEventsAfter(db: Db, runId: string, afterSeq: number, limit: number) {
   return db
     .selectFrom('run_events')

@@ -1,0 +1,120 @@
+import { sql } from 'kysely';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootstrapDefaultOrganization, DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
+import { insertDeployment, insertVersion } from '../../src/deployments/repository.js';
+import { createLocalEventBus } from '../../src/events/bus.js';
+import { RunEventLog } from '../../src/execution/event-log.js';
+import { newId } from '../../src/ids.js';
+import { createEndRecorder, type EndRecorder } from '../../src/run-record/end-recorder.js';
+import * as repo from '../../src/run-record/repository.js';
+import { createSignalHub } from '../../src/signals/hub.js';
+import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
+import { until } from '../helpers/poll.js';
+import { insertRunningRun } from '../run-record/helpers.js';
+
+/**
+ * A run ended by someone other than its owner (a cancel, a run displacing it from its thread, a lost
+ * instance) while the owner's event log is still storing: its stored events end with exactly one
+ * terminal event, numbered after the others, whenever the log's batches land.
+ */
+describe('an end numbered after the stored events, while the run’s event log still stores', () => {
+  let database: TestDatabase;
+  const db = () => database.handle.db;
+  const silent = pino({ level: 'silent' });
+  const deploymentId = newId('dep');
+  const versionId = newId('ver');
+  let recorder: EndRecorder;
+  const canceled = { status: 'canceled' as const, output: null, error: null };
+  /** Full batches go out at once (event-log.ts MAX_BATCH). */
+  const fullBatch = 500;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await bootstrapDefaultOrganization(db(), undefined);
+    await insertDeployment(db(), { id: deploymentId, org_id: DEFAULT_ORG_ID, name: 'displaced' });
+    await insertVersion(db(), {
+      id: versionId,
+      deployment_id: deploymentId,
+      number: 1,
+      command: ['true'],
+      cwd: null,
+      env: {},
+      timeout_seconds: null,
+    });
+    const signals = createSignalHub({ logger: silent, subscribers: {} });
+    recorder = createEndRecorder({ db: db(), bus: createLocalEventBus(), logger: silent, hooks: [], signals });
+  });
+  afterAll(async () => {
+    await database?.destroy();
+  });
+
+  const events = (runId: string) =>
+    db().selectFrom('run_events').select(['seq', 'type']).where('run_id', '=', runId).orderBy('seq').execute();
+
+  it('stores none of the events the log numbered after the end: the terminal event stays last', async () => {
+    const id = await insertRunningRun(db(), deploymentId, versionId);
+    const bus = createLocalEventBus();
+    let announce = () => {};
+    const stored = new Promise<void>((resolve) => (announce = resolve));
+    bus.stored = () => announce();
+    const log = new RunEventLog(id, 0, db(), bus, silent, null, repo.insertEventsWhileRunning);
+    log.append('run.started', { entrypoint: 'true' });
+    await stored;
+
+    const ended = await recorder.end({ runId: id, from: ['running'], outcome: canceled, seq: 'next' });
+    expect(ended?.event?.seq).toBe(2);
+    // The runner writes on until its owner hears of the end: the log numbers on from 2, unaware.
+    for (let i = 0; i < fullBatch; i++) log.append('log', { message: `late ${i}` });
+    // The full batch set the log's flush timer to 0 ms; a timer of the same duration set after it fires after it,
+    // by when that flush is under way, and `close` waits for it.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await log.close();
+
+    expect(await events(id)).toEqual([
+      { seq: 1, type: 'run.started' },
+      { seq: 2, type: 'run.canceled' },
+    ]);
+  });
+
+  it.runIf(usingPostgres())(
+    'numbers the end after a batch whose insert is under way when the end begins (PostgreSQL)',
+    async () => {
+      const id = await insertRunningRun(db(), deploymentId, versionId);
+      let holding = () => {};
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      let release = () => {};
+      const released = new Promise<void>((resolve) => (release = resolve));
+      // The log's insert, held open (uncommitted) until the end has begun and waits.
+      const store: typeof repo.insertEventsWhileRunning = (_db, rows) =>
+        db()
+          .transaction()
+          .execute(async (trx) => {
+            const count = await repo.insertEventsWhileRunning(trx, rows);
+            holding();
+            await released;
+            return count;
+          });
+      const log = new RunEventLog(id, 0, db(), createLocalEventBus(), silent, null, store);
+      log.append('run.started', { entrypoint: 'true' });
+      await held;
+
+      const ending = recorder.end({ runId: id, from: ['running'], outcome: canceled, seq: 'next' });
+      // The end waits for the insert's transaction (a lock it cannot have yet).
+      await until(async () => {
+        const { rows } = await sql<{ waiting: number }>`
+          select count(*)::integer as waiting from pg_locks where not granted`.execute(db());
+        return (rows[0]?.waiting ?? 0) > 0;
+      });
+      release();
+      const ended = await ending;
+      await log.close();
+
+      expect(ended?.event?.seq).toBe(2);
+      expect(await events(id)).toEqual([
+        { seq: 1, type: 'run.started' },
+        { seq: 2, type: 'run.canceled' },
+      ]);
+    },
+  );
+});
