@@ -25,15 +25,22 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
   }
   const getThread = async (id: string): Promise<Json> => (await ctx.call('GET', `/v1/threads/${id}`)).json();
   const input = (extra: Record<string, unknown> = {}) => ({ lock_dir: locks.dir, ...extra });
-  const eventTypes = async (runId: string) =>
-    (
-      await ctx.database.handle.db
-        .selectFrom('run_events')
-        .select('type')
-        .where('run_id', '=', runId)
-        .orderBy('seq')
-        .execute()
-    ).map((row) => row.type);
+  const storedEvents = (runId: string) =>
+    ctx.database.handle.db
+      .selectFrom('run_events')
+      .select(['seq', 'type'])
+      .where('run_id', '=', runId)
+      .orderBy('seq')
+      .execute();
+  const eventTypes = async (runId: string) => (await storedEvents(runId)).map((row) => row.type);
+  /** An ended run's stored events: numbered 1, 2, 3… without a gap, the one terminal event last. */
+  const expectEndedEvents = async (runId: string, terminal: string) => {
+    const events = await storedEvents(runId);
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((event) => /^run\.(completed|failed|canceled)$/.test(event.type))).toEqual([
+      { seq: events.length, type: terminal },
+    ]);
+  };
 
   it('enqueue: twenty concurrent requests on a busy thread run one at a time, in creation order', async () => {
     const id = await createThread();
@@ -121,7 +128,7 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
     expect(ran).toMatchObject({ status: 'succeeded', error_message: null });
     expect(startOrder(locks.dir, id)).toEqual([current.json.run_id, next.json.run_id]);
     expect(await getThread(id)).toMatchObject({ status: 'idle', values: { seen: ['before', 'new'] } });
-    expect((await eventTypes(current.json.run_id)).at(-1)).toBe('run.canceled');
+    await expectEndedEvents(current.json.run_id, 'run.canceled');
   });
 
   it('rollback: the current run is deleted with its events, the values are what they were before it', async () => {
@@ -155,6 +162,8 @@ describe('threads: multitask strategies (CONTRACTS §10)', () => {
     const succeeded = ended.filter((run) => run.status === 'succeeded');
     expect(succeeded).toHaveLength(1);
     expect(ended.filter((run) => run.status === 'canceled')).toHaveLength(20);
+    for (const run of ended)
+      await expectEndedEvents(run.id, run.status === 'canceled' ? 'run.canceled' : 'run.completed');
     await until(async () => (await getThread(id)).status === 'idle');
     expect((await getThread(id)).values.seen).toEqual([succeeded[0].input.n]);
   });
