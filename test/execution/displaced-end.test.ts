@@ -102,8 +102,10 @@ describe('an end numbered after the stored events, while the run’s event log s
       const ending = recorder.end({ runId: id, from: ['running'], outcome: canceled, seq: 'next' });
       // The end waits for the insert's transaction (a lock it cannot have yet).
       await until(async () => {
+        // Waits of this file's own database only: other files' tests share the server.
         const { rows } = await sql<{ waiting: number }>`
-          select count(*)::integer as waiting from pg_locks where not granted`.execute(db());
+          select count(*)::integer as waiting from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'`.execute(db());
         return (rows[0]?.waiting ?? 0) > 0;
       });
       release();
