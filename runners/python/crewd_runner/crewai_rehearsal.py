@@ -19,7 +19,6 @@ import contextlib
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from . import internals
 from .crewai_adapter import relayed_events
 from .protocol import Emitter
+from .rehearsal import ThreadsLeft, output_discarded
 
 if TYPE_CHECKING:
     from crewai import Crew
@@ -45,10 +45,6 @@ KICKOFFS = 2
 ANSWER = "Thought: I now know the final answer\nFinal Answer: rehearsed"
 
 
-class ThreadsLeft(RuntimeError):
-    """The rehearsal's threads could not all be stopped: a fork would lose them mid-work."""
-
-
 def rehearse() -> bool:
     """Kicks off the built-in crew KICKOFFS times, its events relayed as a run's are; whether it did. A rehearsal that
     fails leaves the work to the children, which pay it as they would have; one whose threads outlive it raises
@@ -63,7 +59,7 @@ def rehearse() -> bool:
     telemetry_before = internals.telemetry_instance(telemetry) if telemetry else None
     storage = tempfile.mkdtemp(prefix="crewd-rehearsal-")
     try:
-        with _environment({**QUIET_ENV, "XDG_DATA_HOME": storage}), _in_process_locks(), _output_discarded() as sink:
+        with _environment({**QUIET_ENV, "XDG_DATA_HOME": storage}), _in_process_locks(), output_discarded() as sink:
             _kick_off(sink)
         return True
     except Exception as error:  # noqa: BLE001 (a kickoff runs CrewAI's code, which may raise anything)
@@ -140,23 +136,3 @@ def _in_process_locks() -> Iterator[None]:
         yield
     finally:
         lock_store.set_lock_backend(None)
-
-
-@contextlib.contextmanager
-def _output_discarded() -> Iterator[int]:
-    """Descriptors 1 and 2 on /dev/null while it lasts; yields /dev/null's descriptor."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        yield devnull
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            # What the kickoff left in Python's buffers goes to /dev/null with it; a closed stream has none.
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        for fd, target in zip(saved, (1, 2), strict=True):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.close(devnull)

@@ -41,7 +41,7 @@ import traceback
 from dataclasses import dataclass
 from types import FrameType
 
-from . import cli, crewai_rehearsal, forkserver, hot_pages, run_home, versionview
+from . import cli, forkserver, hot_pages, rehearsal, run_home, versionview
 from .forkloop import file_id
 from .forkwire import NotCrewd, check_peer, read_secret
 
@@ -83,7 +83,7 @@ def preload(kind: str) -> None:
     setattr(args, kind, "environment")
     try:
         cli.rehearse(args)
-    except crewai_rehearsal.ThreadsLeft as error:
+    except rehearsal.ThreadsLeft as error:
         sys.exit(f"crewd environment server: {error}")
     cli.warm_up(args)
     if kind == "graph":

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
-from . import cli, crewai_rehearsal, hot_pages, run_home
+from . import cli, hot_pages, rehearsal, run_home
 from .forkloop import FileId, ForkServer, WarmUp, file_id
 from .forkwire import read_secret
 
@@ -79,7 +79,7 @@ def preload(args: argparse.Namespace, cwd: str, rehearsed: bool = False) -> tupl
     if not rehearsed:
         try:
             cli.rehearse(args)
-        except crewai_rehearsal.ThreadsLeft as error:
+        except rehearsal.ThreadsLeft as error:
             # Runs then run without a server (crewd waits a while before it starts another).
             sys.exit(f"crewd fork server: {error}")
     try:

@@ -28,7 +28,6 @@ import io
 import json
 import logging
 import os
-import sys
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -36,9 +35,9 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from . import cli
-from .crewai_rehearsal import ThreadsLeft
 from .langgraph_adapter import run_graph
 from .protocol import Emitter
+from .rehearsal import ThreadsLeft, output_discarded
 
 _log = logging.getLogger(__name__)
 
@@ -65,7 +64,7 @@ def rehearse() -> bool:
         _log.warning("crewd fork server: no LangGraph rehearsal, this LangGraph cannot build its graph: %r", error)
         return False
     try:
-        with tracing_off(), _warnings_unmarked(), _output_discarded() as sink:
+        with tracing_off(), _warnings_unmarked(), output_discarded() as sink:
             failed = _run_rounds(graph, sink)
     finally:
         _check_threads()
@@ -192,26 +191,6 @@ def _warnings_unmarked() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
-
-
-@contextlib.contextmanager
-def _output_discarded() -> Iterator[int]:
-    """Descriptors 1 and 2 on /dev/null while it lasts; yields /dev/null's descriptor."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        yield devnull
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            # What the runs left in Python's buffers goes to /dev/null with them; a closed stream has none.
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        for fd, target in zip(saved, (1, 2), strict=True):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.close(devnull)
 
 
 def _check_threads() -> None:

@@ -55,11 +55,11 @@ def test_the_rehearsal_leaves_no_thread_output_file_or_setting_behind(tmp_path):
 
 
 THREADS_KEPT = """
-from crewd_runner import crewai_rehearsal, internals
+from crewd_runner import crewai_rehearsal, internals, rehearsal
 internals.stop_bus_threads = lambda bus: None
 try:
     crewai_rehearsal.rehearse()
-except crewai_rehearsal.ThreadsLeft as error:
+except rehearsal.ThreadsLeft as error:
     print(error)
 """
 

@@ -164,7 +164,7 @@ def test_a_rehearsal_that_cannot_be_done_says_so_and_the_server_goes_on(script, 
 
 THREADS_KEPT = """
 import threading
-from crewd_runner import crewai_rehearsal, langgraph_rehearsal
+from crewd_runner import langgraph_rehearsal, rehearsal
 stop = threading.Event()
 def chat_model():
     threading.Thread(target=stop.wait, name="left-behind").start()
@@ -172,7 +172,7 @@ def chat_model():
 langgraph_rehearsal._chat_model = chat_model
 try:
     langgraph_rehearsal.rehearse()
-except crewai_rehearsal.ThreadsLeft as error:
+except rehearsal.ThreadsLeft as error:
     print(error)
 stop.set()
 """
