@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from . import langgraph_checkpoint, store_channel
+from . import langgraph_checkpoint, runloop, store_channel
 from .jsonsafe import to_jsonable
 from .outcome import Outcome
 from .protocol import Emitter, EventSink, Request
@@ -72,9 +71,9 @@ def run_graph(target: object, request: Request, emitter: Emitter) -> Outcome:
     if update is not None:
         if not thread:
             raise ValueError("A state update needs the run's thread")
-        return asyncio.run(_update_state(graph, config, saver, update))
+        return runloop.run(_update_state(graph, config, saver, update))
     graph_input = _graph_input(request, streamed)
-    return asyncio.run(_stream(graph, graph_input, config, emitter, saver, thread is not None, streamed))
+    return runloop.run(_stream(graph, graph_input, config, emitter, saver, thread is not None, streamed))
 
 
 def run_store(emitter: EventSink) -> Any:
