@@ -1,17 +1,14 @@
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapDefaultOrganization, DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
-import { insertDeployment, insertVersion } from '../../src/deployments/repository.js';
 import { createLocalEventBus } from '../../src/events/bus.js';
 import { RunEventLog } from '../../src/execution/event-log.js';
-import { newId } from '../../src/ids.js';
 import { createEndRecorder, type EndRecorder } from '../../src/run-record/end-recorder.js';
 import * as repo from '../../src/run-record/repository.js';
 import { createSignalHub } from '../../src/signals/hub.js';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { until } from '../helpers/poll.js';
-import { insertRunningRun } from '../run-record/helpers.js';
+import { insertDefaultVersion, insertRunningRun } from '../run-record/helpers.js';
 
 /**
  * A run ended by someone other than its owner (a cancel, a run displacing it from its thread, a lost
@@ -22,8 +19,8 @@ describe('an end numbered after the stored events, while the run’s event log s
   let database: TestDatabase;
   const db = () => database.handle.db;
   const silent = pino({ level: 'silent' });
-  const deploymentId = newId('dep');
-  const versionId = newId('ver');
+  let deploymentId: string;
+  let versionId: string;
   let recorder: EndRecorder;
   const canceled = { status: 'canceled' as const, output: null, error: null };
   /** Full batches go out at once (event-log.ts MAX_BATCH). */
@@ -31,17 +28,7 @@ describe('an end numbered after the stored events, while the run’s event log s
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    await bootstrapDefaultOrganization(db(), undefined);
-    await insertDeployment(db(), { id: deploymentId, org_id: DEFAULT_ORG_ID, name: 'displaced' });
-    await insertVersion(db(), {
-      id: versionId,
-      deployment_id: deploymentId,
-      number: 1,
-      command: ['true'],
-      cwd: null,
-      env: {},
-      timeout_seconds: null,
-    });
+    ({ deploymentId, versionId } = await insertDefaultVersion(db(), 'displaced'));
     const signals = createSignalHub({ logger: silent, subscribers: {} });
     recorder = createEndRecorder({ db: db(), bus: createLocalEventBus(), logger: silent, hooks: [], signals });
   });

@@ -1,23 +1,20 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapDefaultOrganization, DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
-import { insertDeployment, insertVersion } from '../../src/deployments/repository.js';
 import { createLocalEventBus } from '../../src/events/bus.js';
 import type { LiveEvent } from '../../src/events/types.js';
-import { newId } from '../../src/ids.js';
 import { createEndRecorder, type EndRecorder } from '../../src/run-record/end-recorder.js';
 import * as repo from '../../src/run-record/repository.js';
 import type { RunEndHook } from '../../src/run-record/types.js';
 import { createSignalHub } from '../../src/signals/hub.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { insertRunningRun } from './helpers.js';
+import { insertDefaultVersion, insertRunningRun } from './helpers.js';
 
 /** The one place runs end, on a real database: status, final event, hooks and what follows the commit, or none of it. */
 describe('the end recorder', () => {
   let database: TestDatabase;
   const db = () => database.handle.db;
-  const versionId = newId('ver');
-  const deploymentId = newId('dep');
+  let versionId: string;
+  let deploymentId: string;
   /** What happened, in order: signals, hooks' follow-ups, the end published to streams. */
   const story: string[] = [];
   const bus = createLocalEventBus();
@@ -26,17 +23,7 @@ describe('the end recorder', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    await bootstrapDefaultOrganization(db(), undefined);
-    await insertDeployment(db(), { id: deploymentId, org_id: DEFAULT_ORG_ID, name: 'ends' });
-    await insertVersion(db(), {
-      id: versionId,
-      deployment_id: deploymentId,
-      number: 1,
-      command: ['true'],
-      cwd: null,
-      env: {},
-      timeout_seconds: null,
-    });
+    ({ deploymentId, versionId } = await insertDefaultVersion(db(), 'ends'));
     const signals = createSignalHub({
       logger: pino({ level: 'silent' }),
       subscribers: { ended: [({ runId }) => story.push(`ended ${runId}`)] },

@@ -1,5 +1,6 @@
-import { DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
+import { bootstrapDefaultOrganization, DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
 import type { Db } from '../../src/db/types.js';
+import { insertDeployment, insertVersion } from '../../src/deployments/repository.js';
 import { newId } from '../../src/ids.js';
 import { insertRun } from '../../src/run-record/repository.js';
 
@@ -20,4 +21,22 @@ export async function insertRunningRun(db: Db, deploymentId: string, versionId: 
     started_at: new Date(),
   });
   return id;
+}
+
+/** The default organization, and a deployment of it named `name` with version 1 (`true`): their ids. */
+export async function insertDefaultVersion(db: Db, name: string): Promise<{ deploymentId: string; versionId: string }> {
+  const deploymentId = newId('dep');
+  const versionId = newId('ver');
+  await bootstrapDefaultOrganization(db, undefined);
+  await insertDeployment(db, { id: deploymentId, org_id: DEFAULT_ORG_ID, name });
+  await insertVersion(db, {
+    id: versionId,
+    deployment_id: deploymentId,
+    number: 1,
+    command: ['true'],
+    cwd: null,
+    env: {},
+    timeout_seconds: null,
+  });
+  return { deploymentId, versionId };
 }

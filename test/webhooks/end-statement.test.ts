@@ -1,19 +1,17 @@
 import type { Kysely } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapDefaultOrganization, DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
+import { DEFAULT_ORG_ID } from '../../src/access/bootstrap.js';
 import { createInstanceCaches } from '../../src/cache/instance-caches.js';
 import type { Database } from '../../src/db/types.js';
-import { insertDeployment, insertVersion } from '../../src/deployments/repository.js';
 import { createLocalEventBus } from '../../src/events/bus.js';
-import { newId } from '../../src/ids.js';
 import { createEndRecorder, type EndRecorder, type RunOutcome } from '../../src/run-record/end-recorder.js';
 import type { RunEndHook } from '../../src/run-record/types.js';
 import { createSignalHub } from '../../src/signals/hub.js';
 import { webhookRunEndHook } from '../../src/webhooks/run-end-hook.js';
 import { createWebhookService, type WrittenDelivery } from '../../src/webhooks/service.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { insertRunningRun } from '../run-record/helpers.js';
+import { insertDefaultVersion, insertRunningRun } from '../run-record/helpers.js';
 
 /**
  * A run's deliveries are written by the statement that ends the run: with no transaction around it
@@ -22,8 +20,8 @@ import { insertRunningRun } from '../run-record/helpers.js';
  */
 describe('deliveries written by the statement that ends a run', () => {
   let database: TestDatabase;
-  const deploymentId = newId('dep');
-  const versionId = newId('ver');
+  let deploymentId: string;
+  let versionId: string;
   const sent: WrittenDelivery[] = [];
   let transactions = 0;
   let recorder: EndRecorder;
@@ -34,17 +32,7 @@ describe('deliveries written by the statement that ends a run', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     const db = database.handle.db;
-    await bootstrapDefaultOrganization(db, undefined);
-    await insertDeployment(db, { id: deploymentId, org_id: DEFAULT_ORG_ID, name: 'ends' });
-    await insertVersion(db, {
-      id: versionId,
-      deployment_id: deploymentId,
-      number: 1,
-      command: ['true'],
-      cwd: null,
-      env: {},
-      timeout_seconds: null,
-    });
+    ({ deploymentId, versionId } = await insertDefaultVersion(db, 'ends'));
     const webhooks = createWebhookService(db, {
       allowPrivateUrls: true,
       caches: createInstanceCaches({ ...database.handle, listener: null }),
