@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { RunUsage } from '../db/schema/run-usage.js';
 import type { Db } from '../db/types.js';
-import type { EventRow } from './repository.js';
+import { type EventRow, eventTuple, eventValues } from './repository.js';
 import type { JoinedEnd, RunStatus } from './types.js';
 
 /**
@@ -46,16 +46,11 @@ export async function endRunWithEvent(
   joined: ReadonlyArray<Pick<JoinedEnd, 'ctes' | 'result'>> = [],
 ) {
   const seq =
-    event.seq === 'next'
-      ? sql`(select coalesce(max(seq), 0) + 1 from run_events where run_id = ${id})`
-      : sql`${event.seq}::integer`;
-  const rows = [
-    ...unstored.map((row) => sql`(${row.seq}::integer, ${row.type}::text, ${row.data}::jsonb)`),
-    sql`(${seq}, ${event.type}::text, ${JSON.stringify(event.data)}::jsonb)`,
-  ];
-  const events = sql<{ seq: number; type: string; data: string }>`(values ${sql.join(rows)})`.as<'v'>(
-    sql`v(seq, type, data)`,
-  );
+    event.seq === 'next' ? sql`(select coalesce(max(seq), 0) + 1 from run_events where run_id = ${id})` : event.seq;
+  const events = eventValues([
+    ...unstored.map((row) => eventTuple(row.seq, row.type, row.data)),
+    eventTuple(seq, event.type, JSON.stringify(event.data)),
+  ]);
   let query = db
     .with('ended', (qb) =>
       qb

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { compiledOnce } from '../db/compiled-once.js';
 import type { RunUsage } from '../db/schema/run-usage.js';
 import type { Db, Environment } from '../db/types.js';
@@ -287,6 +287,14 @@ export interface EventRow {
   data: string;
 }
 
+/** One event as a tuple of `eventValues`: its number, type and data (JSON text), typed. */
+export const eventTuple = (seq: RawBuilder<unknown> | number, type: string, data: string) =>
+  sql`(${typeof seq === 'number' ? sql`${seq}::integer` : seq}, ${type}::text, ${data}::jsonb)`;
+
+/** Event tuples as a `values` list named `v(seq, type, data)`, for an insert to select from. */
+export const eventValues = (tuples: ReadonlyArray<RawBuilder<unknown>>) =>
+  sql<{ seq: number; type: string; data: string }>`(values ${sql.join(tuples)})`.as<'v'>(sql`v(seq, type, data)`);
+
 /** A number already taken means the run was ended elsewhere meanwhile; such late events are dropped. */
 export function insertEvents(db: Db, rows: EventRow[]) {
   return db
@@ -305,9 +313,7 @@ export function insertEvents(db: Db, rows: EventRow[]) {
 export async function insertEventsWhileRunning(db: Db, rows: EventRow[]): Promise<number> {
   const runId = rows[0]?.run_id;
   if (runId === undefined) return 0;
-  const values = sql<{ seq: number; type: string; data: string }>`(values ${sql.join(
-    rows.map((row) => sql`(${row.seq}::integer, ${row.type}::text, ${row.data}::jsonb)`),
-  )})`.as<'v'>(sql`v(seq, type, data)`);
+  const values = eventValues(rows.map((row) => eventTuple(row.seq, row.type, row.data)));
   const result = await db
     .with('running', (qb) =>
       qb.selectFrom('runs').select('id').where('id', '=', runId).where('status', '=', 'running').forShare(),
