@@ -113,6 +113,7 @@ class ForkServer:
         self._spare: tuple[int, socket.socket] | None = None  # (pid, control socket) of the child forked ahead
         self._regions = hot_pages.writable_regions()
         self._hot_ranges: Ranges = []  # what the last learning run wrote, copied by each spare ahead of its run
+        self._cores = len(os.sched_getaffinity(0))
         self._spares_taken = 0
         self._draining = False
         self._stop_asked = False
@@ -230,10 +231,18 @@ class ForkServer:
         pid = os.fork()
         if pid == 0:
             control.close()
-            ranges, regions, warm_up = self._hot_ranges, self._regions, self._warm_up_child
+            ranges, regions, warm_up = self._copied_ahead(), self._regions, self._warm_up_child
             wait_as_spare(child_end, self._load, self._sockets(), ranges, regions, warm_up, self._enter_home)
         child_end.close()
         self._spare = (pid, control)
+
+    def _copied_ahead(self) -> Ranges:
+        """What the next spare copies ahead: the hot pages while a core is left for it, else nothing. With every core
+        running a run, the copy takes CPU from them, stops half done when its own run comes, and costs more than the
+        faults it saves (a page copied ahead costs more than one copied on its first write, and it copies pages its
+        run would not have written): about 0.5 to 2 ms of CPU per run."""
+        going_on = sum(not child.finished for child in self._children.values())
+        return self._hot_ranges if going_on < self._cores else []
 
     def _enter_home(self, home: str) -> None:
         """In a child: the paths of the server's home that the imports kept now point into the run's `home`."""

@@ -1,6 +1,7 @@
 """What the fork server's tests share: a server started as crewd starts it, and runs asked of it as crewd asks."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -14,14 +15,18 @@ from conftest import PROJECTS, RunnerResult, runner_env
 SECRET = "5e" * 32
 
 
-def start_server(kind, target, socket_path, *options, env=None, stderr=None, module="crewd_runner.forkserver"):
-    """A fork server (or, with `module` crewd_runner.worker, a worker) listening at `socket_path`."""
+def start_server(
+    kind, target, socket_path, *options, env=None, stderr=None, module="crewd_runner.forkserver", cpus=None
+):
+    """A fork server (or, with `module` crewd_runner.worker, a worker) listening at `socket_path`; on `cpus` only when
+    given."""
     server = subprocess.Popen(
         [sys.executable, "-m", module, f"--{kind}", target, "--socket", str(socket_path), *options],
         cwd=PROJECTS,
         env=runner_env(env),
         stdin=subprocess.PIPE,
         stderr=stderr,
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     )
     server.stdin.write(f"{SECRET}\n".encode())
     server.stdin.close()

@@ -316,3 +316,54 @@ def test_spares_after_a_run_copy_the_pages_that_run_wrote_ahead_of_their_own(soc
     finally:
         server.terminate()
         server.wait(10)
+
+
+def waiting_for_its_run(pid):
+    """`pid` once it sleeps (a spare, its copy ahead done, waits for its run on its socket)."""
+
+    def asleep():
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "S"
+
+    assert wait_until(lambda: asleep() and not time.sleep(0.1) and asleep(), seconds=60)
+    return pid
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores: one run going on, one core free")
+def test_a_spare_forked_while_every_core_runs_a_run_copies_nothing_ahead(socket_path, tmp_path):
+    # On two cores: a spare forked while one run goes on copies ahead; one forked while two go on does not.
+    server = start_server("graph", "env_graph.py:graph", socket_path, cpus=set(sorted(os.sched_getaffinity(0))[:2]))
+    connections = []
+    try:
+        spare = waiting_for_its_run(only_child(server))
+        knowing_nothing = private_dirty_kb(spare)
+        # The first run reports the pages it wrote; spares forked after it know them.
+        assert run_forked(socket_path, tmp_path, request({"sleep": 0.01})).last["type"] == "run.completed"
+        copied, running = [], []
+        for going_on in (1, 2):
+            folder = tmp_path / f"run-{going_on}"
+            folder.mkdir()
+            connections.append(Connection(socket_path, folder, request({"sleep": 60})))
+            running.append(wait_for_pid(folder / "child.pid"))
+            spare = next_spare(server, running)
+            copied.append(private_dirty_kb(waiting_for_its_run(spare)) - knowing_nothing)
+        copied_with_a_core_free, copied_with_none_free = copied
+
+        assert copied_with_a_core_free > 256
+        assert copied_with_none_free < copied_with_a_core_free / 4
+    finally:
+        for connection in connections:
+            connection.sock.close()
+        server.terminate()
+        server.wait(10)
+
+
+def next_spare(server, running):
+    """The server's child that runs none of `running`: the spare it forked once the last of them came."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        others = [pid for pid in server_children(server) if pid not in running]
+        if len(others) == 1:
+            return others[0]
+        time.sleep(0.02)
+    raise AssertionError("no spare came")
