@@ -9,6 +9,7 @@ import type { Signals } from '../signals/hub.js';
 import { endRunWithEvent } from './end-statement.js';
 import type { RunObserver } from './observer.js';
 import type * as repo from './repository.js';
+import { lockRun } from './repository.js';
 import type {
   AfterCommit,
   EndingRun,
@@ -49,7 +50,10 @@ export function finalEvent(outcome: RunOutcome): { type: string; data: Record<st
 export interface EndedRun {
   run: NonNullable<Awaited<ReturnType<typeof endRunWithEvent>>>;
   end: RunEnd;
-  /** The final event as stored, with its sequence number; null if its number was taken (ended elsewhere). */
+  /**
+   * The final event as stored, with its sequence number; null only were its number taken, which no end allows: an
+   * owner's number is after every one its log gave, and 'next' is counted under the lock.
+   */
   event: { seq: number; json: string } | null;
 }
 
@@ -78,7 +82,7 @@ export interface EndRequest {
   outcome: RunOutcome;
   /**
    * The final event's number when the caller owns the run's events, else 'next': the next free one,
-   * after every event its owner's log stored (end-statement.ts).
+   * after every event its owner's log stored.
    */
   seq: number | 'next';
   /** The owner's events not stored yet, stored with the end. */
@@ -89,6 +93,13 @@ export interface EndRequest {
 
 /** A hook that writes outside the ending statement, or locks before it, needs a transaction around it. */
 const needsTransaction = (hook: RunEndHook) => hook.beforeEnd !== undefined || hook.inTransaction !== undefined;
+
+/**
+ * An end numbered 'next' locks the run's row before its statement (`lockRun`), so it needs a transaction: a
+ * batch of the owner's log (which share-locks that row) commits before the lock or finds the run ended after
+ * it, and the statement, which begins after the lock, counts every stored event.
+ */
+const locksFirst = (request: EndRequest) => request.seq === 'next';
 
 /**
  * Ends runs, the one place that does: the statement that sets the terminal status and stores the
@@ -134,9 +145,11 @@ export function createEndRecorder(options: {
     };
     const { output, error_message } = ending;
     const event = finalEvent(outcome);
-    // Only a hook that needs a transaction is given it, and then `executor` is one.
+    // Only a hook that needs a transaction, or an end that locks first, is given it, and then `executor` is one.
     const trx = executor as Transaction<Database>;
     for (const hook of applying) await hook.beforeEnd?.(trx, request.runId);
+    // Threads before runs: the hooks' locks come first.
+    if (locksFirst(request)) await lockRun(trx, request.runId);
     const joined = applying.flatMap((hook) => hook.joinEnd?.(ending) ?? []);
     const run = await endRunWithEvent(
       executor,
@@ -194,9 +207,10 @@ export function createEndRecorder(options: {
       try {
         const applying = await hooksFor(request.identity);
         const afterCommit: AfterCommit[] = [];
-        const ended = applying.some(needsTransaction)
-          ? await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit))
-          : await endWith(db, applying, request, afterCommit);
+        const ended =
+          applying.some(needsTransaction) || locksFirst(request)
+            ? await db.transaction().execute((trx) => endWith(trx, applying, request, afterCommit))
+            : await endWith(db, applying, request, afterCommit);
         if (!ended) return null;
         committed(request, ended, afterCommit);
         return ended;

@@ -26,8 +26,9 @@ const endedColumns = [
 /**
  * Ends a run still in one of `from` and stores its final event, with any of its events not yet
  * stored, in one statement; undefined when the run had ended already. `seq` 'next' numbers the
- * final event after the run's last stored one (see `numberedAgain` for the one race it loses).
- * `event_seq` is the final event's number as stored.
+ * final event after the run's last stored one, as the statement's snapshot sees them: its caller
+ * has locked the run's row first (end-recorder.ts `lockRun`), so no batch of the owner's log commits
+ * after that snapshot. `event_seq` is the final event's number as stored.
  * The hooks' `joined` parts are written by the same statement; `joined` holds their results, in order.
  */
 export async function endRunWithEvent(
@@ -90,23 +91,5 @@ export async function endRunWithEvent(
     .executeTakeFirst();
   if (!row) return undefined;
   const results = row as unknown as Record<string, unknown>;
-  const eventSeq = event.seq === 'next' && row.event_seq === null ? await numberedAgain(db, id, event) : row.event_seq;
-  return { ...row, event_seq: eventSeq, joined: joined.map((_, i) => results[`joined_${i}`]) };
-}
-
-/**
- * The final event of a 'next' end whose number was taken: its owner's event log (which stores only
- * while the run is running, `insertEventsWhileRunning`) committed a batch after the statement began
- * and before its update had the run's row, so the statement counted without it. Stored after that
- * batch: the run has ended now, so no batch lands after this one (inside a transaction, its lock on
- * the run's row holds them off until the commit, and then they find the run ended).
- */
-async function numberedAgain(db: Db, id: string, event: { type: string; data: Record<string, unknown> }) {
-  const { rows } = await sql<{ seq: number }>`
-    insert into run_events (run_id, seq, type, data)
-    select ${id}, coalesce(max(seq), 0) + 1, ${event.type}::text, ${JSON.stringify(event.data)}::jsonb
-    from run_events where run_id = ${id}
-    on conflict (run_id, seq) do nothing
-    returning seq`.execute(db);
-  return rows[0]?.seq ?? null;
+  return { ...row, joined: joined.map((_, i) => results[`joined_${i}`]) };
 }

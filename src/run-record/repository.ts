@@ -273,6 +273,14 @@ export function updateRunningUsage(db: Db, id: string, usage: RunUsage) {
     .execute();
 }
 
+/**
+ * Locks a run's row for its end (`select … for update`): a batch of its owner's log under way (it share-locks
+ * the row) commits first, and none commits after until the end's transaction does.
+ */
+export async function lockRun(db: Db, id: string): Promise<void> {
+  await db.selectFrom('runs').select('id').where('id', '=', id).forUpdate().execute();
+}
+
 /** Deletes a run with its events (a rolled-back run). */
 export function deleteRun(db: Db, id: string) {
   return db.deleteFrom('runs').where('id', '=', id).execute();

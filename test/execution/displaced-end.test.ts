@@ -9,6 +9,7 @@ import { createSignalHub } from '../../src/signals/hub.js';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { until } from '../helpers/poll.js';
 import { insertDefaultVersion, insertRunningRun } from '../run-record/helpers.js';
+import { holdEventNumber, untilLockWaits } from '../run-record/unstored-events.js';
 
 /**
  * A run ended by someone other than its owner (a cancel, a run displacing it from its thread, a lost
@@ -100,6 +101,53 @@ describe('an end numbered after the stored events, while the run’s event log s
       await log.close();
 
       expect(ended?.event?.seq).toBe(2);
+      expect(await events(id)).toEqual([
+        { seq: 1, type: 'run.started' },
+        { seq: 2, type: 'run.canceled' },
+      ]);
+    },
+  );
+
+  it.runIf(usingPostgres())(
+    'ends the run and stores its final event at once: never ended without it, whatever holds the final number (PostgreSQL)',
+    async () => {
+      const id = await insertRunningRun(db(), deploymentId, versionId);
+      let holding = () => {};
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      let release = () => {};
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let committed: Promise<number> = Promise.resolve(0);
+      // The log's insert of event 1, held open (uncommitted) until the end has begun and waits.
+      const store: typeof repo.insertEventsWhileRunning = (_db, rows) => {
+        committed = db()
+          .transaction()
+          .execute(async (trx) => {
+            const count = await repo.insertEventsWhileRunning(trx, rows);
+            holding();
+            await released;
+            return count;
+          });
+        return committed;
+      };
+      const log = new RunEventLog(id, 0, db(), createLocalEventBus(), silent, null, store);
+      log.append('run.started', { entrypoint: 'true' });
+      await held;
+      // Number 2, the one the end takes once event 1 is in, held by another transaction, uncommitted.
+      const number = await holdEventNumber(db(), id, 2);
+
+      const ending = recorder.end({ runId: id, from: ['running'], outcome: canceled, seq: 'next' });
+      await untilLockWaits(db(), 1);
+      release();
+      await committed;
+      // Event 1 is in, and the end goes on until it waits for the transaction holding number 2.
+      await untilLockWaits(db(), 1, number.pid);
+      const { status } = await db().selectFrom('runs').select('status').where('id', '=', id).executeTakeFirstOrThrow();
+      const finals = (await events(id)).filter((event) => event.type === 'run.canceled');
+      await number.release();
+      // Not ended yet (it waits), or ended with its final event; never ended without it.
+      expect({ status, finals: finals.length }).toEqual({ status: 'running', finals: 0 });
+      expect((await ending)?.event?.seq).toBe(2);
+      await log.close();
       expect(await events(id)).toEqual([
         { seq: 1, type: 'run.started' },
         { seq: 2, type: 'run.canceled' },

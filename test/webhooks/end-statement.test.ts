@@ -73,7 +73,8 @@ describe('deliveries written by the statement that ends a run', () => {
     const id = await insertRunningRun(database.handle.db, deploymentId, versionId);
     sent.length = 0;
     transactions = 0;
-    const request = { runId: id, from: ['running'] as const, outcome, seq: 'next' as const };
+    // The owner's end, numbered (one 'next' locks the run's row first, in a transaction); the run has no events.
+    const request = { runId: id, from: ['running'] as const, outcome, seq: 1 };
     const ended = await recorder.end({ ...request, identity: { deploymentId, threadId: null } });
     return { id, ended, request };
   }
@@ -173,7 +174,7 @@ describe('deliveries written by the statement that ends a run', () => {
       };
       const failing = await insertRunningRun(database.handle.db, deploymentId, versionId);
       sent.length = 0;
-      const request = { runId: failing, from: ['running'] as const, seq: 'next' as const };
+      const request = { runId: failing, from: ['running'] as const, seq: 1 };
       const outcome: RunOutcome = { status: 'succeeded', output: {}, error: null };
       await expect(recorder.end({ ...request, outcome, identity: { deploymentId, threadId: null } })).rejects.toThrow(
         'the thread could not be released',
