@@ -12,7 +12,7 @@ import type { LaunchSpec, RunStatus } from '../run-record/types.js';
 import type { RunTracer } from '../telemetry/tracer-types.js';
 import type { UsageWriter } from '../telemetry/usage-writer.js';
 import { ActiveRun } from './active-run.js';
-import { RunEventLog } from './event-log.js';
+import { type HandedOver, RunEventLog } from './event-log.js';
 import { type ForkServerAddress, forkServerFirst } from './fork-server-launcher.js';
 import { LOST_RUN_ERROR } from './instance-lease.js';
 import type { ProcessLauncher } from './launcher.js';
@@ -316,6 +316,16 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       const ended = await finish(run, { status: 'canceled', output: null, error: null });
       void run.process?.terminate();
       return ended === 'lost' ? 'ended' : 'canceled';
+    },
+
+    /**
+     * The events of a run whose process runs here, handed to an end someone else makes here (a run
+     * displacing it), so that end stores them and numbers its final event after them; null when its
+     * process does not run here. Once that end commits, its process is stopped as for any end made
+     * elsewhere (`stopEndedElsewhere`, on the `stopRequested` signal).
+     */
+    handOver(runId: string): HandedOver | null {
+      return running.get(runId)?.log.handOver() ?? null;
     },
 
     /** Stops the processes of runs here that another instance ended (a cancel made there). */

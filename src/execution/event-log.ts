@@ -24,6 +24,27 @@ interface StoredEvent extends LiveEvent {
   data: string;
 }
 
+/** An event that arrived while the log was handed over: not numbered yet. */
+interface HeldEvent {
+  type: string;
+  data: string;
+  json: string;
+}
+
+/**
+ * The log's events handed to an end made here by someone else than the run's owner (a run displacing
+ * it): what is not stored yet, and the final event's number, after every number the log gave.
+ */
+export interface HandedOver {
+  unstored: repo.EventRow[];
+  finalSeq: number;
+  /**
+   * The end committed (true): the log is closed, and what arrived meanwhile is dropped. It did not
+   * (false, its transaction rolled back): the log numbers what arrived meanwhile and stores on.
+   */
+  release(ended: boolean): void;
+}
+
 /** Most rows one insert carries; a fast runner's backlog goes out in a few statements. */
 const MAX_BATCH = 500;
 /** How long events may wait to be stored together; streams get them at once regardless. */
@@ -59,6 +80,8 @@ export class RunEventLog {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   private closed = false;
+  /** Handed over (`handOver`) until released: events wait here unnumbered, and nothing is stored. */
+  private held: { events: HeldEvent[]; released: Promise<void> } | null = null;
 
   constructor(
     private readonly runId: string,
@@ -106,14 +129,20 @@ export class RunEventLog {
     // The data serialised once, for the store and inside what streams send: `{type, data}` as JSON.stringify writes it.
     const dataJson = JSON.stringify(data);
     const json = `{"type":${JSON.stringify(type)},"data":${dataJson}}`;
-    const event: StoredEvent = { seq: this.nextSeq++, json, type, data: dataJson };
+    if (this.held) this.held.events.push({ type, data: dataJson, json });
+    else this.number({ type, data: dataJson, json });
+    return json.length;
+  }
+
+  /** Numbers an event, hands it to live streams and queues it to be stored. */
+  private number({ type, data, json }: HeldEvent): void {
+    const event: StoredEvent = { seq: this.nextSeq++, json, type, data };
     this.pending.push(event);
     this.pendingBytes += event.json.length;
     this.remember(event);
     this.bus.publish(this.runId, event);
     if (this.pending.length - this.inFlight >= MAX_BATCH) this.flushSoon(0);
     else this.flushSoon(FLUSH_DELAY_MS);
-    return json.length;
   }
 
   /**
@@ -133,11 +162,45 @@ export class RunEventLog {
    * store, so it must get them here.
    */
   async close(): Promise<{ unstored: repo.EventRow[]; nextSeq: number }> {
+    while (this.held) await this.held.released;
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     while (this.flushing) await this.flushing;
     return { unstored: this.pending.map((event) => this.row(event)), nextSeq: this.nextSeq };
+  }
+
+  /**
+   * Hands the log over to an end someone else makes here, without waiting for the insert in flight
+   * (its batch is among the unstored events: it either commits before the end takes the run's row,
+   * or finds the run ended). Until `release` the log numbers, publishes and stores nothing, so the
+   * final event comes after every event a stream got. Null while it is handed over already.
+   */
+  handOver(): HandedOver | null {
+    if (this.held) return null;
+    const unstored = this.pending.map((event) => this.row(event));
+    const finalSeq = this.nextSeq;
+    // Closed by its owner's own end: that end stores the same events, and only one of the two ends the run.
+    if (this.closed) return { unstored, finalSeq, release: () => {} };
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    let released = () => {};
+    const held = { events: [] as HeldEvent[], released: new Promise<void>((resolve) => (released = resolve)) };
+    this.held = held;
+    return {
+      unstored,
+      finalSeq,
+      release: (ended) => {
+        if (this.held !== held) return;
+        this.held = null;
+        if (ended) this.closed = true;
+        else {
+          for (const event of held.events) this.number(event);
+          if (this.pending.length > 0) this.flushSoon(FLUSH_DELAY_MS);
+        }
+        released();
+      },
+    };
   }
 
   private remember(event: StoredEvent): void {
@@ -153,14 +216,14 @@ export class RunEventLog {
   }
 
   private flushSoon(delayMs: number): void {
-    if (this.flushing || this.closed) return;
+    if (this.flushing || this.closed || this.held) return;
     if (this.timer && delayMs > 0) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
       const flushing = this.flush().finally(() => {
         this.flushing = null;
-        if (this.pending.length > 0 && !this.closed) this.flushSoon(FLUSH_DELAY_MS);
+        if (this.pending.length > 0) this.flushSoon(FLUSH_DELAY_MS);
       });
       this.flushing = flushing;
     }, delayMs);
@@ -171,12 +234,12 @@ export class RunEventLog {
   }
 
   /**
-   * Stores pending events in batches; stops early once closed (the rest go with the run's end).
+   * Stores pending events in batches; stops early once closed or handed over (the rest go with the run's end).
    * While the database is away the events wait, within MAX_UNSTORED_BYTES, and are stored once
    * it is back; a batch it refuses as data is dropped after a few attempts.
    */
   private async flush(): Promise<void> {
-    while (this.pending.length > 0 && !this.closed) {
+    while (this.pending.length > 0 && !this.closed && !this.held) {
       const batch = this.pending.slice(0, MAX_BATCH);
       this.inFlight = batch.length;
       try {

@@ -1,6 +1,7 @@
 import type { LaunchSpec, RunStatus } from '../run-record/types.js';
 import type { Signals } from '../signals/hub.js';
 import type { ActiveRuns } from './active-runs.js';
+import type { HandedOver } from './event-log.js';
 import type { RunQueue } from './run-queue.js';
 
 /** Where a new run stands once it asked for a slot: its row is written with these. */
@@ -45,6 +46,14 @@ export interface RunExecutor {
    * or none does.
    */
   cancel(run: { id: string; instance_id: string | null }): Promise<CancelOutcome>;
+  /**
+   * For an end made here of a run whose process runs here (a run displacing it from its thread): its
+   * event log's unstored events and the number after every one it gave, for that end to store and
+   * use; the log numbers, publishes and stores nothing until `release`, which the caller calls with
+   * whether its end committed. Null when the run's process does not run here: the end numbers its
+   * final event after the stored ones.
+   */
+  handOver(runId: string): HandedOver | null;
 }
 
 /**
@@ -113,6 +122,8 @@ export function createRunPort(options: {
 
   return {
     admit,
+
+    handOver: (runId) => activeRuns.handOver(runId),
 
     async cancel(run) {
       if (run.instance_id !== instanceId) return 'not-here';

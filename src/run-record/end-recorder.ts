@@ -52,7 +52,7 @@ export interface EndedRun {
   end: RunEnd;
   /**
    * The final event as stored, with its sequence number; null only were its number taken, which no end allows: an
-   * owner's number is after every one its log gave, and 'next' is counted under the lock.
+   * owner's (or a handed-over log's) number is after every one its log gave, and 'next' is counted under the lock.
    */
   event: { seq: number; json: string } | null;
 }
@@ -81,8 +81,8 @@ export interface EndRequest {
   from: readonly RunStatus[];
   outcome: RunOutcome;
   /**
-   * The final event's number when the caller owns the run's events, else 'next': the next free one,
-   * after every event its owner's log stored.
+   * The final event's number when the caller has the run's events (its owner, or an end its owner's
+   * log was handed over to), else 'next': the next free one, after every event its owner's log stored.
    */
   seq: number | 'next';
   /** The owner's events not stored yet, stored with the end. */

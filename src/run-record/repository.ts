@@ -345,6 +345,17 @@ export function listEventsAfter(db: Db, runId: string, afterSeq: number, limit: 
     .execute();
 }
 
+/** The run's last stored event: after its end, its final event. */
+export function lastEvent(db: Db, runId: string) {
+  return db
+    .selectFrom('run_events')
+    .select(['seq', 'type', 'data'])
+    .where('run_id', '=', runId)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
 /** Runs now pending or running, by status, across all instances (for metrics). */
 export function countActiveRuns(db: Db) {
   return db

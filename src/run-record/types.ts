@@ -13,6 +13,9 @@ export interface ThreadState {
   checkpoint: unknown;
 }
 
+/** The types of the final event a run's end stores last (end-recorder.ts `finalEvent`). */
+export const FINAL_EVENT_TYPES: readonly string[] = ['run.completed', 'run.failed', 'run.canceled'];
+
 export const isTerminal = (status: RunStatus): status is TerminalRunStatus =>
   status === 'succeeded' || status === 'failed' || status === 'canceled';
 

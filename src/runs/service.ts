@@ -137,20 +137,27 @@ export function createRunService({
 
   /**
    * Cancels the run a new one displaced from its thread (interrupt), or deletes it with its events
-   * (rollback), in the new run's transaction. What it returns runs after the commit: the end is
-   * published and the displaced run's process is stopped.
+   * (rollback), in the new run's transaction. When its process runs here, its event log is handed
+   * over first: the end stores the events it had not stored and numbers the final event after every
+   * one a stream got; `onRollback` gives the log back should the transaction not commit. What it
+   * returns runs after the commit: the end is published and the displaced run's process is stopped.
    */
   async function displace(
     trx: Transaction<Database>,
     displaced: NonNullable<ThreadTurn['displaced']>,
     strategy: MultitaskStrategy | undefined,
+    onRollback: (undo: () => void) => void,
   ): Promise<() => void> {
     const rollback = strategy === 'rollback';
     const canceled = { status: 'canceled' as const, output: null, error: null };
-    const request = { runId: displaced.id, from: [displaced.status], outcome: canceled, seq: 'next' as const };
+    const handed = displaced.status === 'running' ? executor.handOver(displaced.id) : null;
+    if (handed) onRollback(() => handed.release(false));
+    const numbered = handed ? { seq: handed.finalSeq, unstored: handed.unstored } : { seq: 'next' as const };
+    const request = { runId: displaced.id, from: [displaced.status], outcome: canceled, ...numbered };
     const { afterCommit } = await endRecorder.endWithin(trx, request, { hooks: !rollback });
     if (rollback) await repo.deleteRun(trx, displaced.id);
     return () => {
+      handed?.release(true);
       afterCommit();
       if (displaced.status === 'running') signals.emit('stopRequested', { runId: displaced.id });
     };
@@ -158,13 +165,19 @@ export function createRunService({
 
   /**
    * A thread run's transaction, tried again should PostgreSQL break a deadlock by aborting it (locks
-   * are taken thread first, then runs, so this is insurance); other transactions run once.
+   * are taken thread first, then runs, so this is insurance); other transactions run once. What the
+   * work asked to undo (`onRollback`) is undone when a try does not commit.
    */
-  async function transactionRetried<T>(thread: boolean, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  async function transactionRetried<T>(
+    thread: boolean,
+    work: (trx: Transaction<Database>, onRollback: (undo: () => void) => void) => Promise<T>,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      const undo: (() => void)[] = [];
       try {
-        return await db.transaction().execute(work);
+        return await db.transaction().execute((trx) => work(trx, (step) => undo.push(step)));
       } catch (error) {
+        for (const step of undo) step();
         if (!thread || attempt >= 3 || !isDeadlock(error)) throw error;
       }
     }
@@ -264,7 +277,7 @@ export function createRunService({
 
       // The seat is taken only once the thread (if any) is ours, so requests losing a thread race hold no slot.
       const admitted = await executor.admit<CreatedRun>({ id: runId, orgId: params.orgId }, (seat) =>
-        transactionRetried(threadId !== null, async (trx) => {
+        transactionRetried(threadId !== null, async (trx, onRollback) => {
           if (ref) {
             const taken = await idempotency.claim(trx, ref, { ...response });
             if (!taken.claimed) return { answer: taken.response };
@@ -279,7 +292,9 @@ export function createRunService({
                 strategy: params.multitaskStrategy ?? 'reject',
               })
             : null;
-          const committed = turn?.displaced ? await displace(trx, turn.displaced, params.multitaskStrategy) : null;
+          const committed = turn?.displaced
+            ? await displace(trx, turn.displaced, params.multitaskStrategy, onRollback)
+            : null;
           const { status, instanceId } = seat(turn?.startable ?? true);
           const now = new Date();
           response.status = status;

@@ -4,7 +4,7 @@ import type { AppError } from '../errors.js';
 import type { StreamEnd } from '../events/types.js';
 import { runNotFound } from '../run-record/errors.js';
 import * as repo from '../run-record/repository.js';
-import { isTerminal } from '../run-record/types.js';
+import { FINAL_EVENT_TYPES, isTerminal } from '../run-record/types.js';
 
 /** What a stream needs to know of what it follows (a run, or a version's build), read from the store. */
 export interface StreamRecord {
@@ -23,6 +23,8 @@ export interface StreamRecord {
 export interface StreamSource {
   find(db: Kysely<Database>, orgId: string, id: string): Promise<StreamRecord | undefined>;
   findById(db: Kysely<Database>, id: string): Promise<StreamRecord | undefined>;
+  /** The final event stored with the end, if the record keeps one (a run's `run.completed`, say). */
+  finalEvent?(db: Kysely<Database>, id: string): Promise<{ seq: number; json: string } | undefined>;
   notFound(): AppError;
 }
 
@@ -48,6 +50,11 @@ export const runStreamSource: StreamSource = {
   findById: async (db, id) => {
     const row = await repo.findRunById(db, id);
     return row && recordOfRun(row);
+  },
+  finalEvent: async (db, id) => {
+    const row = await repo.lastEvent(db, id);
+    if (!row || !FINAL_EVENT_TYPES.includes(row.type)) return undefined;
+    return { seq: row.seq, json: JSON.stringify({ type: row.type, data: row.data }) };
   },
   notFound: runNotFound,
 };

@@ -45,6 +45,11 @@ function completeJson(end: StreamEnd): string {
  */
 export class RunStream {
   private lastSent: number;
+  /**
+   * Where the client's event numbered `lastSent` came from: its own resume point, the store (or
+   * another instance, which announces stored events), this instance's live events, or the final event.
+   */
+  private lastFrom: 'none' | 'resume' | 'store' | 'live' | 'final';
   private mode: 'replaying' | 'live' | 'polling' | 'closed' = 'replaying';
   private buffered: LiveEvent[] = [];
   private bufferedBytes = 0;
@@ -67,6 +72,7 @@ export class RunStream {
     private readonly source: StreamSource = runStreamSource,
   ) {
     this.lastSent = resumeAfter ?? 0;
+    this.lastFrom = resumeAfter === null ? 'none' : 'resume';
   }
 
   /**
@@ -116,7 +122,7 @@ export class RunStream {
       const backlog = live?.backlog ?? [];
       const first = backlog[0];
       if (!live || (first !== undefined && first.seq > this.lastSent + 1)) await this.replayStored();
-      if (row?.terminal) return this.complete(row.end);
+      if (row?.terminal) return await this.completeFromStore(row.end);
       for (const event of backlog) {
         this.deliver(event);
         if (this.sink.backlogged()) await this.sink.drained();
@@ -165,7 +171,7 @@ export class RunStream {
         if ((this.mode as string) === 'closed') return;
         if (event.end && event.remote) {
           const row = await this.source.findById(this.options.db, this.runId);
-          return this.complete(row?.terminal ? row.end : event.end);
+          return await this.completeFromStore(row?.terminal ? row.end : event.end, event.seq);
         }
         if (event.remote && event.seq > this.lastSent && (!event.json || event.seq > this.lastSent + 1)) {
           await this.replayStored();
@@ -186,15 +192,18 @@ export class RunStream {
     void this.startPolling().catch((error: unknown) => this.fault(error));
   }
 
-  private deliver(event: LiveEvent): void {
+  /** Sends an event the client does not have yet; `fromStore`: it was read from the store. */
+  private deliver(event: LiveEvent, fromStore = false): void {
     if (this.mode === 'closed') return;
-    if (event.seq > this.lastSent && event.json) {
+    const missed = event.end !== undefined && this.missedFinal(event.seq);
+    if ((event.seq > this.lastSent || missed) && event.json) {
       if (!this.sink.send(event)) {
         this.finish();
         return;
       }
       this.options.relayed?.();
-      this.lastSent = event.seq;
+      this.lastSent = Math.max(this.lastSent, event.seq);
+      this.lastFrom = event.end ? 'final' : fromStore || event.remote ? 'store' : 'live';
     }
     // A run's end reaches all its streams at once: each completes in a paced turn, not all in this one.
     if (event.end) {
@@ -213,7 +222,7 @@ export class RunStream {
       const rows = await repo.listEventsAfter(this.options.db, this.runId, this.lastSent, REPLAY_PAGE);
       for (const row of rows) {
         if (this.mode === 'closed') return;
-        this.deliver({ seq: row.seq, json: JSON.stringify({ type: row.type, data: row.data }) });
+        this.deliver({ seq: row.seq, json: JSON.stringify({ type: row.type, data: row.data }) }, true);
         if (this.sink.backlogged()) await this.sink.drained();
       }
       if (rows.length < REPLAY_PAGE) return;
@@ -238,7 +247,7 @@ export class RunStream {
       if (!row) return this.fail(this.source.notFound().message);
       await this.replayStored();
       if (this.mode !== 'polling') return;
-      if (row.terminal) return this.complete(row.end);
+      if (row.terminal) return await this.completeFromStore(row.end);
       this.sink.sendUntracked(JSON.stringify({ type: 'heartbeat', status: row.status }));
     } catch (error) {
       this.fault(error);
@@ -265,7 +274,7 @@ export class RunStream {
       if (row.terminal) {
         this.mode = 'replaying';
         await this.replayStored();
-        return this.complete(row.end);
+        return await this.completeFromStore(row.end);
       }
       if (row.running && row.instanceId !== this.options.instanceId && !this.subscription?.remote) {
         this.checking = false;
@@ -288,6 +297,37 @@ export class RunStream {
       }),
     );
     this.finish();
+  }
+
+  /**
+   * Whether the client lacks the run's final event numbered `seq`, at or below `lastSent`: another
+   * instance ended the run while events its owner (this instance) had published were not stored yet,
+   * so the end took the number of an event the client got live. A client resuming past the final
+   * event got such an event too (had it got the final one, it would resume at that).
+   */
+  private missedFinal(seq: number): boolean {
+    if (seq > this.lastSent) return false;
+    return this.lastFrom === 'live' || (this.lastFrom === 'resume' && seq < this.lastSent);
+  }
+
+  /**
+   * Completes the stream of a run whose end was read from the store; first sends the run's final
+   * event should the client lack it (`missedFinal`): a stream never drops a final event, though it
+   * may come with a number at or below the last one the client got. `finalSeq`, when known, spares
+   * the look at the store in the common case.
+   */
+  private async completeFromStore(end: StreamEnd, finalSeq?: number): Promise<void> {
+    const mayLack = this.lastFrom === 'live' || this.lastFrom === 'resume';
+    if (mayLack && (finalSeq === undefined || this.missedFinal(finalSeq))) {
+      const final = await this.source.finalEvent?.(this.options.db, this.runId);
+      if (this.mode === 'closed') return;
+      if (final && this.missedFinal(final.seq)) {
+        if (!this.sink.send(final)) return this.finish();
+        this.options.relayed?.();
+        this.lastFrom = 'final';
+      }
+    }
+    this.complete(end);
   }
 
   private complete(end: StreamEnd): void {

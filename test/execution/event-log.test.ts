@@ -48,4 +48,37 @@ describe("a run's event log", () => {
     expect(unlimited.backlog()).toHaveLength(4);
     await unlimited.close();
   });
+
+  it('handed over, numbers and publishes nothing until released: numbers on after a rollback, closes after an end', async () => {
+    const silent = pino({ level: 'silent' });
+    const bus = createLocalEventBus();
+    const published: number[] = [];
+    bus.subscribe('run_handed', (event) => published.push(event.seq));
+    const log = new RunEventLog('run_handed', 0, database.handle.db, bus, silent, null);
+    log.append('log', { message: 'one' });
+    log.append('log', { message: 'two' });
+
+    const handed = log.handOver();
+    expect(handed?.finalSeq).toBe(3);
+    expect(handed?.unstored.map((row) => row.seq)).toEqual([1, 2]);
+    expect(log.handOver()).toBeNull();
+    log.append('log', { message: 'while handed over' });
+    const closing = log.close();
+    expect(published).toEqual([1, 2]);
+    // The end's transaction rolled back: the log numbers what waited after what it had, and takes events again.
+    handed?.release(false);
+    expect(published).toEqual([1, 2, 3]);
+    const { unstored, nextSeq } = await closing;
+    expect(unstored.map((row) => row.seq)).toEqual([1, 2, 3]);
+    expect(nextSeq).toBe(4);
+
+    const ended = new RunEventLog('run_handed_ended', 0, database.handle.db, createLocalEventBus(), silent, null);
+    ended.append('log', { message: 'one' });
+    const endedHand = ended.handOver();
+    ended.append('log', { message: 'dropped' });
+    // The end committed: the log is closed, and what arrived meanwhile is dropped.
+    endedHand?.release(true);
+    expect(ended.append('log', { message: 'after' })).toBe(0);
+    expect((await ended.close()).nextSeq).toBe(2);
+  });
 });
