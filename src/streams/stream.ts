@@ -45,11 +45,8 @@ function completeJson(end: StreamEnd): string {
  */
 export class RunStream {
   private lastSent: number;
-  /**
-   * Where the client's event numbered `lastSent` came from: its own resume point, the store (or
-   * another instance, which announces stored events), this instance's live events, or the final event.
-   */
-  private lastFrom: 'none' | 'resume' | 'store' | 'live' | 'final';
+  /** Whether the client's event numbered `lastSent` was this instance's live event (not read from the store). */
+  private lastSentLive = false;
   private mode: 'replaying' | 'live' | 'polling' | 'closed' = 'replaying';
   private buffered: LiveEvent[] = [];
   private bufferedBytes = 0;
@@ -72,7 +69,6 @@ export class RunStream {
     private readonly source: StreamSource = runStreamSource,
   ) {
     this.lastSent = resumeAfter ?? 0;
-    this.lastFrom = resumeAfter === null ? 'none' : 'resume';
   }
 
   /**
@@ -203,7 +199,7 @@ export class RunStream {
       }
       this.options.relayed?.();
       this.lastSent = Math.max(this.lastSent, event.seq);
-      this.lastFrom = event.end ? 'final' : fromStore || event.remote ? 'store' : 'live';
+      this.lastSentLive = !event.end && !fromStore && !event.remote;
     }
     // A run's end reaches all its streams at once: each completes in a paced turn, not all in this one.
     if (event.end) {
@@ -302,12 +298,11 @@ export class RunStream {
   /**
    * Whether the client lacks the run's final event numbered `seq`, at or below `lastSent`: another
    * instance ended the run while events its owner (this instance) had published were not stored yet,
-   * so the end took the number of an event the client got live. A client resuming past the final
-   * event got such an event too (had it got the final one, it would resume at that).
+   * so the end took the number of an event this stream sent live. A client resuming past the final
+   * event gets the events after its id and `complete` (CONTRACTS §7), not the final event.
    */
   private missedFinal(seq: number): boolean {
-    if (seq > this.lastSent) return false;
-    return this.lastFrom === 'live' || (this.lastFrom === 'resume' && seq < this.lastSent);
+    return seq <= this.lastSent && this.lastSentLive;
   }
 
   /**
@@ -317,14 +312,13 @@ export class RunStream {
    * the look at the store in the common case.
    */
   private async completeFromStore(end: StreamEnd, finalSeq?: number): Promise<void> {
-    const mayLack = this.lastFrom === 'live' || this.lastFrom === 'resume';
-    if (mayLack && (finalSeq === undefined || this.missedFinal(finalSeq))) {
+    if (this.lastSentLive && (finalSeq === undefined || this.missedFinal(finalSeq))) {
       const final = await this.source.finalEvent?.(this.options.db, this.runId);
       if (this.mode === 'closed') return;
       if (final && this.missedFinal(final.seq)) {
         if (!this.sink.send(final)) return this.finish();
         this.options.relayed?.();
-        this.lastFrom = 'final';
+        this.lastSentLive = false;
       }
     }
     this.complete(end);

@@ -38,7 +38,7 @@ describe.runIf(usingPostgres())('a run ended by another instance while events it
 
   const db = () => database.handle.db;
 
-  it('the owner’s stream and a client resuming past the final event both get it', async () => {
+  it('the owner’s live stream gets the final event numbered below what it sent; a resume past it gets complete', async () => {
     const deploymentId = await deploy(a, crew('bursts.mjs'));
     const { run_id: runId } = await startRun(a, deploymentId, { dir, bursts: 2, size: 3, hold: true });
     const url = (instance: Instance) => `${instance.baseUrl}/v1/runs/${runId}/events`;
@@ -76,11 +76,12 @@ describe.runIf(usingPostgres())('a run ended by another instance while events it
     expect(stored.map((row) => row.type)).toEqual(['run.started', 'tick', 'tick', 'tick', 'run.canceled']);
 
     // From B: A may still hold the run as its own until its process is gone, and a stream opened there meanwhile
-    // hears of the end at its first quiet look (15 s).
+    // hears of the end at its first quiet look (15 s). The events after 7 (CONTRACTS §7): none, then complete.
     const resumed = await readStream(`${url(b)}?last_event_id=7`);
-    expect(resumed.messages.filter((message) => message.data !== undefined).map((message) => message.id)).toEqual([
-      '5',
-      undefined,
+    expect(resumed.messages.map((message) => (message.data as { type: string } | undefined)?.type)).toEqual([
+      'complete',
     ]);
+    const fromFour = await readStream(`${url(b)}?last_event_id=4`);
+    expect(fromFour.messages.map((message) => message.id)).toEqual(['5', undefined]);
   });
 });
