@@ -1,7 +1,8 @@
 // For tests of events a run wrote as something else ends it: `input.bursts` bursts of `input.size` `tick`
 // events each, burst n once the file `go-<n>` exists in `input.dir`; then, with `input.hold`, it waits to be
-// stopped, else it writes its result.
-import { existsSync } from 'node:fs';
+// stopped, else it writes its result. With `input.linger` it outlives SIGTERM (only SIGKILL ends it), writing its
+// pid to the file `terminated` in `input.dir` when the signal comes.
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 let text = '';
@@ -10,6 +11,7 @@ process.stdin.on('data', (chunk) => {
 });
 process.stdin.on('end', () => {
   const { input } = JSON.parse(text);
+  if (input.linger) process.on('SIGTERM', () => writeFileSync(path.join(input.dir, 'terminated'), String(process.pid)));
   const out = (type, data) => process.stdout.write(`${JSON.stringify({ type, data })}\n`);
   let burst = 0;
   const next = () => {

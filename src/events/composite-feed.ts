@@ -24,8 +24,9 @@ export function composeFeeds(local: LocalEventBus, remote: PgEventFeed): LocalEv
 
     publish(runId: string, event: LiveEvent) {
       local.publish(runId, event);
-      // Other events are announced once stored; the end is published after its commit.
-      if (event.end) remote.announce(runId, [event]);
+      // Other events are announced once stored; the end is published after its commit. An end another instance
+      // made (`remote`) was announced by it.
+      if (event.end && !event.remote) remote.announce(runId, [event]);
     },
 
     stored(runId: string, events: readonly LiveEvent[]) {

@@ -328,7 +328,11 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       return running.get(runId)?.log.handOver() ?? null;
     },
 
-    /** Stops the processes of runs here that another instance ended (a cancel made there). */
+    /**
+     * Stops the processes of runs here that another instance ended (a cancel made there). From then on the run's
+     * new streams read the store, and those that followed it live and missed that instance's announcement of the
+     * end get it (they complete now, not at their first quiet look).
+     */
     async stopEndedElsewhere(ids: string[] = running.ids()): Promise<void> {
       if (ids.length === 0) return;
       for (const runId of await findEndedAmong(db, ids)) {
@@ -336,6 +340,13 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         if (!run || run.ending) continue;
         run.ending = true;
         run.calls?.close();
+        // An end made here (a run displacing this one) was published here when it committed.
+        if (!run.ended) {
+          running.ended(runId);
+          endRecorder.relayEndedElsewhere(runId).catch((error: unknown) => {
+            logger.warn({ err: error, runId }, 'could not tell streams of the end of a run ended elsewhere');
+          });
+        }
         run.finished = run.log.close().then(() => 'lost' as const);
         await run.finished;
         void run.process?.terminate();

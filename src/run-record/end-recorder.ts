@@ -8,17 +8,19 @@ import type { LiveEvent, RunEnd } from '../events/types.js';
 import type { Signals } from '../signals/hub.js';
 import { endRunWithEvent } from './end-statement.js';
 import type { RunObserver } from './observer.js';
-import type * as repo from './repository.js';
+import * as repo from './repository.js';
 import { lockRun } from './repository.js';
-import type {
-  AfterCommit,
-  EndingRun,
-  FinishedRun,
-  RunEndHook,
-  RunIdentity,
-  RunStatus,
-  TerminalRunStatus,
-  ThreadInterrupt,
+import {
+  type AfterCommit,
+  type EndingRun,
+  FINAL_EVENT_TYPES,
+  type FinishedRun,
+  isTerminal,
+  type RunEndHook,
+  type RunIdentity,
+  type RunStatus,
+  type TerminalRunStatus,
+  type ThreadInterrupt,
 } from './types.js';
 
 export interface RunOutcome {
@@ -283,7 +285,25 @@ export function createEndRecorder(options: {
     return { ended, afterCommit: () => ended && committed(request, ended, followUps) };
   }
 
-  return { end, endWithin, recordOwnEnd, retryUnrecorded };
+  /**
+   * Publishes to this instance's streams of a run the end another instance committed, as that instance announced
+   * it (`remote`: they read what they lack from the store), for the streams that subscribed after its announcement
+   * while this instance still held the run as its own. Not announced to the other instances again.
+   */
+  async function relayEndedElsewhere(runId: string): Promise<void> {
+    const [run, last] = await Promise.all([repo.findRunById(db, runId), repo.lastEvent(db, runId)]);
+    if (!run || !isTerminal(run.status)) return;
+    const end: RunEnd = {
+      status: run.status,
+      output: run.status === 'succeeded' ? (run.output ?? {}) : null,
+      error: run.status === 'failed' ? run.error_message : null,
+    };
+    const final = last && FINAL_EVENT_TYPES.includes(last.type) ? last : null;
+    const json = final ? JSON.stringify({ type: final.type, data: final.data }) : '';
+    bus.publish(runId, { seq: final?.seq ?? 0, json, end, remote: true });
+  }
+
+  return { end, endWithin, recordOwnEnd, retryUnrecorded, relayEndedElsewhere };
 }
 
 export type EndRecorder = ReturnType<typeof createEndRecorder>;

@@ -1,10 +1,20 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
 import { follow, holdEventNumber, untilLockWaits } from '../run-record/unstored-events.js';
-import { crew, deploy, explainPostgresOnly, type Instance, readStream, startInstance, startRun } from './helpers.js';
+import {
+  crew,
+  deploy,
+  explainPostgresOnly,
+  type Instance,
+  pidAlive,
+  readStream,
+  startInstance,
+  startRun,
+  until,
+} from './helpers.js';
 
 explainPostgresOnly(
   'a run ended by another instance',
@@ -15,7 +25,8 @@ explainPostgresOnly(
  * A run canceled through another instance while its owner had published events not stored yet: the end, made
  * without those events, takes the number of one of them (docs/ARCHITECTURE.md, the cancel paragraph). A stream on
  * the owner's instance that got that event live still gets the final event, with its stored number, before
- * `complete`; so does a client resuming past it.
+ * `complete`; so does a client resuming past it. A stream opened on the owner once it learned of the end (and sent
+ * SIGTERM to a runner that outlives it) gets the end from the store at once, before the process is gone.
  */
 describe.runIf(usingPostgres())('a run ended by another instance while events its owner published are unstored', () => {
   let database: TestDatabase;
@@ -75,13 +86,54 @@ describe.runIf(usingPostgres())('a run ended by another instance while events it
       .execute();
     expect(stored.map((row) => row.type)).toEqual(['run.started', 'tick', 'tick', 'tick', 'run.canceled']);
 
-    // From B: A may still hold the run as its own until its process is gone, and a stream opened there meanwhile
-    // hears of the end at its first quiet look (15 s). The events after 7 (CONTRACTS §7): none, then complete.
+    // The events after 7 (CONTRACTS §7): none, then complete.
     const resumed = await readStream(`${url(b)}?last_event_id=7`);
     expect(resumed.messages.map((message) => (message.data as { type: string } | undefined)?.type)).toEqual([
       'complete',
     ]);
     const fromFour = await readStream(`${url(b)}?last_event_id=4`);
     expect(fromFour.messages.map((message) => message.id)).toEqual(['5', undefined]);
+  });
+
+  it('a stream opened on the owner after it learned of the end completes while the process is still stopping', async () => {
+    const deploymentId = await deploy(a, crew('bursts.mjs'));
+    // The runner outlives SIGTERM: the owner holds the run as its own until SIGKILL, 5 s later.
+    const runDir = mkdtempSync(path.join(dir, 'linger-'));
+    const { run_id: runId } = await startRun(a, deploymentId, {
+      dir: runDir,
+      bursts: 1,
+      size: 2,
+      hold: true,
+      linger: true,
+    });
+    writeFileSync(path.join(runDir, 'go-1'), '');
+    // Its ticks stored: the runner reads SIGTERM from here on.
+    await until(async () => {
+      const row = await db()
+        .selectFrom('run_events')
+        .select('seq')
+        .where('run_id', '=', runId)
+        .where('seq', '=', 3)
+        .executeTakeFirst();
+      return row !== undefined;
+    });
+
+    expect((await b.call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(200);
+    // The owner learned of the end (the signal or its tick) and sent SIGTERM; its process lingers.
+    const terminated = path.join(runDir, 'terminated');
+    const pid = await until(async () => existsSync(terminated) && Number(readFileSync(terminated, 'utf8')));
+
+    const url = `${a.baseUrl}/v1/runs/${runId}/events`;
+    const [fresh, resumed] = await Promise.all([readStream(url), readStream(`${url}?last_event_id=3`)]);
+    // Both streams are over before the process is (before, they waited for their first quiet look, 15 s on).
+    expect(pidAlive(pid)).toBe(true);
+    expect(fresh.messages.map((message) => message.data)).toEqual([
+      { type: 'complete', status: 'canceled', output: null, error: null },
+    ]);
+    expect(resumed.messages.map((message) => [message.id, (message.data as { type: string }).type])).toEqual([
+      ['4', 'run.canceled'],
+      [undefined, 'complete'],
+    ]);
+    await until(async () => !pidAlive(pid));
   });
 });
