@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalEventBus } from '../../src/events/bus.js';
 import { createEndRecorder } from '../../src/run-record/end-recorder.js';
-import { follow } from '../run-record/unstored-events.js';
+import { follow, untilStored } from '../run-record/unstored-events.js';
 import {
   createRunContext,
   crew,
@@ -62,15 +62,7 @@ describe('a run ended elsewhere whose end its owner’s streams did not hear', (
     await client.reached(1);
     writeFileSync(path.join(runDir, 'go-1'), '');
     // The ticks stored: the end is numbered after them, and the runner reads SIGTERM from here on.
-    await until(async () => {
-      const row = await db()
-        .selectFrom('run_events')
-        .select('seq')
-        .where('run_id', '=', runId)
-        .where('seq', '=', 3)
-        .executeTakeFirst();
-      return row !== undefined;
-    });
+    await untilStored(db(), runId, 3);
 
     const elsewhere = createEndRecorder({
       db: db(),

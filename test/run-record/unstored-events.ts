@@ -57,6 +57,18 @@ export const untilLockWaits = (db: Kysely<Database>, count: number, pid?: number
   until(async () => (await lockWaits(db, pid)) >= count);
 
 /** A run's stream read as it goes: `reached` resolves once the client has got the event of that id. */
+/** Once the run's event numbered `seq` is stored. */
+export const untilStored = (db: Kysely<Database>, runId: string, seq: number) =>
+  until(async () => {
+    const row = await db
+      .selectFrom('run_events')
+      .select('seq')
+      .where('run_id', '=', runId)
+      .where('seq', '=', seq)
+      .executeTakeFirst();
+    return row !== undefined;
+  });
+
 export function follow(url: string) {
   const seen: SseMessage[] = [];
   const waiting: { id: string; resolve: () => void }[] = [];

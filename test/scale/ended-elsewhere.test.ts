@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
-import { follow, holdEventNumber, untilLockWaits } from '../run-record/unstored-events.js';
+import { follow, holdEventNumber, untilLockWaits, untilStored } from '../run-record/unstored-events.js';
 import {
   crew,
   deploy,
@@ -108,15 +108,7 @@ describe.runIf(usingPostgres())('a run ended by another instance while events it
     });
     writeFileSync(path.join(runDir, 'go-1'), '');
     // Its ticks stored: the runner reads SIGTERM from here on.
-    await until(async () => {
-      const row = await db()
-        .selectFrom('run_events')
-        .select('seq')
-        .where('run_id', '=', runId)
-        .where('seq', '=', 3)
-        .executeTakeFirst();
-      return row !== undefined;
-    });
+    await untilStored(db(), runId, 3);
 
     expect((await b.call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(200);
     // The owner learned of the end (the signal or its tick) and sent SIGTERM; its process lingers.
