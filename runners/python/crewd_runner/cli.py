@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
@@ -20,8 +19,6 @@ from .protocol import Emitter, Request
 from .stream_modes import take_stream_request
 
 _log = logging.getLogger(__name__)
-# Before Python 3.14, asyncio.get_event_loop() in the main thread makes a loop where none was ever set.
-IMPLICIT_LOOP = sys.version_info < (3, 14)
 
 # An adapter's run: the loaded target, the request, the emitter; the run's outcome.
 RunEntry = Callable[[Any, Request, Emitter], Outcome]
@@ -79,30 +76,6 @@ def warm_up(args: argparse.Namespace) -> Callable[[], None] | None:
 
     crewai_adapter.warm_up()
     return crewai_adapter.warm_up_child
-
-
-def rehearse(args: argparse.Namespace) -> bool:
-    """Before the crew's or graph's module is imported: a CrewAI kickoff of a built-in crew, or runs of a built-in
-    LangGraph graph, so that forked children find a first run's work done (crewai_rehearsal, langgraph_rehearsal).
-
-    `asyncio.run` leaves the main thread's event loop set, to none: `asyncio.get_event_loop()` there then raises
-    where a new process makes a loop (before Python 3.14). asyncio's policy is renewed after the rehearsal, so that
-    the module imported next (which may call it) finds what a new process has; with a policy other than asyncio's own
-    (installed as the interpreter started) there is no rehearsal."""
-    if IMPLICIT_LOOP and type(asyncio.get_event_loop_policy()) is not asyncio.DefaultEventLoopPolicy:
-        _log.warning("crewd fork server: no rehearsal, asyncio's event loop policy is not its own")
-        return False
-    try:
-        if args.graph:
-            from . import langgraph_rehearsal
-
-            return langgraph_rehearsal.rehearse()
-        from . import crewai_rehearsal
-
-        return crewai_rehearsal.rehearse()
-    finally:
-        if IMPLICIT_LOOP:
-            asyncio.set_event_loop_policy(None)
 
 
 def failure(error: BaseException, emitter: Emitter) -> Outcome:

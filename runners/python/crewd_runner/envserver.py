@@ -41,7 +41,7 @@ import traceback
 from dataclasses import dataclass
 from types import FrameType
 
-from . import cli, forkserver, hot_pages, rehearsal, run_home, versionview
+from . import before_import, cli, forkserver, hot_pages, rehearsal, run_home, versionview
 from .forkloop import file_id
 from .forkwire import NotCrewd, check_peer, read_secret
 
@@ -82,7 +82,7 @@ def preload(kind: str) -> None:
     args = argparse.Namespace(graph=None, crew=None, flow=None)
     setattr(args, kind, "environment")
     try:
-        cli.rehearse(args)
+        before_import.rehearse(args)
     except rehearsal.ThreadsLeft as error:
         sys.exit(f"crewd environment server: {error}")
     cli.warm_up(args)

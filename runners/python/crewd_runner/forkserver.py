@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
-from . import cli, hot_pages, rehearsal, run_home
+from . import before_import, cli, hot_pages, rehearsal, run_home
 from .forkloop import FileId, ForkServer, WarmUp, file_id
 from .forkwire import read_secret
 
@@ -78,7 +78,7 @@ def preload(args: argparse.Namespace, cwd: str, rehearsed: bool = False) -> tupl
     `rehearsed`)."""
     if not rehearsed:
         try:
-            cli.rehearse(args)
+            before_import.rehearse(args)
         except rehearsal.ThreadsLeft as error:
             # Runs then run without a server (crewd waits a while before it starts another).
             sys.exit(f"crewd fork server: {error}")

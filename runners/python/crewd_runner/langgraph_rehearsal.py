@@ -16,7 +16,8 @@ The rehearsal must leave nothing a run could see or that could leave the machine
 - the warnings it raises are not shown, and none is marked as shown: a run still sees its own;
 - no thread is left when it ends (`asyncio.run` shuts the loop's executor down); one left raises ThreadsLeft, as the
   CrewAI rehearsal does, rather than let the server fork without it;
-- `asyncio.run` leaves the main thread's event loop set to none: cli.rehearse renews asyncio's policy after it.
+- `asyncio.run` leaves the main thread's event loop set to none: before_import.rehearse renews asyncio's policy
+  after it.
 Where it cannot be done (a LangGraph or LangChain without a part, a run that fails), the server's log says why and
 children pay as before.
 """

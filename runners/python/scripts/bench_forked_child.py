@@ -1,10 +1,10 @@
 """The CPU of a forked child's run, with and without the fork server's LangGraph rehearsal (issue 35).
 
 Fork servers of the same graph (`crewd_runner.forkserver`, no crewd, no sandbox), one that does not rehearse
-(cli.rehearse turned off in it) and ones that do, take runs in turns from one client. Each child measures itself,
-inside, with `time.process_time` and its minor faults: around its copy ahead (`hot_pages.populate`, while it waits)
-and around its run (`cli.run_over_protocol`: the request, the graph's run, the result line), and counts the modules
-its run imported; each server, its CPU until it imported the version (its rehearsal included).
+(before_import.rehearse turned off in it) and ones that do, take runs in turns from one client. Each child measures
+itself, inside, with `time.process_time` and its minor faults: around its copy ahead (`hot_pages.populate`, while it
+waits) and around its run (`cli.run_over_protocol`: the request, the graph's run, the result line), and counts the
+modules its run imported; each server, its CPU until it imported the version (its rehearsal included).
 
 Run with the test environment, from the repository:
 `$(runners/python/scripts/test-env.sh) runners/python/scripts/bench_forked_child.py [--runs 200] [--graph FILE:ATTR]
@@ -41,12 +41,12 @@ SECRET = secrets.token_hex(32)
 def serve(argv: list[str]) -> int:
     """The fork server, measured: `serve OUT ROUNDS FORKSERVER_ARGS...` (a process of its own; ROUNDS 0: no
     rehearsal)."""
-    from crewd_runner import cli, forkserver, hot_pages, langgraph_rehearsal
+    from crewd_runner import before_import, cli, forkserver, hot_pages, langgraph_rehearsal
 
     out, rounds, rest = argv[0], int(argv[1]), argv[2:]
     langgraph_rehearsal.ROUNDS = rounds
     if rounds == 0:
-        cli.rehearse = lambda args: False
+        before_import.rehearse = lambda args: False
     preload = forkserver.preload
 
     def measured_preload(*args: Any, **kwargs: Any) -> Any:

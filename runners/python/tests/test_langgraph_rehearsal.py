@@ -206,10 +206,10 @@ def test_an_environment_servers_preload_leaves_whether_to_trace_to_the_versions_
 
 EVENT_LOOP_AFTER = """
 import argparse, asyncio, sys
-from crewd_runner import cli
+from crewd_runner import before_import
 args = argparse.Namespace(graph=None, crew=None, flow=None)
 setattr(args, sys.argv[1], "rehearsal")
-done = cli.rehearse(args)
+done = before_import.rehearse(args)
 # What the version's module, imported next, may do: as in a new process, the main thread gets a loop.
 loop = asyncio.get_event_loop()
 print(done, type(loop).__name__, loop.is_closed())
