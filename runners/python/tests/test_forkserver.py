@@ -246,7 +246,8 @@ def test_the_child_forked_ahead_takes_the_next_run_and_the_run_after_gets_the_ne
 def test_the_child_forked_ahead_goes_once_no_run_came_for_spare_seconds_and_comes_back_after_a_run(
     socket_path, tmp_path
 ):
-    server = start_server("graph", "env_graph.py:graph", socket_path, "--spare-seconds", "0.5")
+    # Long enough for the run's child to be reaped before its spare goes: only_child must find the spare.
+    server = start_server("graph", "env_graph.py:graph", socket_path, "--spare-seconds", "2")
     try:
         spare = only_child(server)
         assert wait_gone(spare)
