@@ -102,6 +102,12 @@ export function createRunQueue(options: {
   async function lookForPending(): Promise<Look> {
     await checkOrganizations();
     let claimedRuns = 0;
+    // A look with no run known to wait (the tick's, for runs other instances queued) first asks, holding no slot:
+    // a run admitted meanwhile takes a free slot then, instead of finding it held by a look that finds nothing.
+    if (!state.pendingMayExist && slots.hasFree()) {
+      const queuedBefore = state.queuedHere;
+      if (!(await repo.pendingRunWaits(db, slots.organizationsAtCap()))) return nothingPending(queuedBefore, 0);
+    }
     while (state.open) {
       if (!slots.tryTakeAny()) return { kind: 'full' }; // a slot's end looks again
       const queuedBefore = state.queuedHere;
@@ -114,10 +120,7 @@ export function createRunQueue(options: {
       }
       if (!claimed) {
         slots.release();
-        // Runs of organizations at their share may wait still: their own slots' ends look again.
-        // Only if no run was queued meanwhile (this search may have missed it).
-        if (state.queuedHere === queuedBefore) state.pendingMayExist = false;
-        break;
+        return nothingPending(queuedBefore, claimedRuns);
       }
       // There may be more: look again when a slot frees, and let new runs queue behind them.
       state.pendingMayExist = true;
@@ -125,6 +128,14 @@ export function createRunQueue(options: {
       claimedRuns++;
       void launch(claimed);
     }
+    return { kind: 'done', claimed: claimedRuns, dueAt: null };
+  }
+
+  /** The end of a look that found no (more) runs to start. */
+  function nothingPending(queuedBefore: number, claimedRuns: number): Look {
+    // Runs of organizations at their share may wait still: their own slots' ends look again.
+    // Only if no run was queued meanwhile (this search may have missed it).
+    if (state.queuedHere === queuedBefore) state.pendingMayExist = false;
     return { kind: 'done', claimed: claimedRuns, dueAt: null };
   }
 

@@ -19,6 +19,11 @@ export class Slots {
     return true;
   }
 
+  /** Whether a slot is free now (nothing is taken). */
+  hasFree(): boolean {
+    return this.used < this.max;
+  }
+
   /** A slot not yet given to an organization (the queue then claims a run of one below its cap). */
   tryTakeAny(): boolean {
     if (this.used >= this.max) return false;

@@ -211,6 +211,19 @@ const mayStart = sql<boolean>`(runs.thread_id is null or exists (
       select 1 from instances i
       where i.id = t.stopping_instance_id and i.expires_at > now() and i.stopped_at is null))))`;
 
+/** Whether a pending run that may start waits, of an organization not in `waitingOrganizations`; claims nothing. */
+export async function pendingRunWaits(db: Db, waitingOrganizations: string[] = []): Promise<boolean> {
+  const row = await db
+    .selectFrom('runs')
+    .select('id')
+    .where('status', '=', 'pending')
+    .$if(waitingOrganizations.length > 0, (query) => query.where('org_id', 'not in', waitingOrganizations))
+    .where(mayStart)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /**
  * Claims the oldest pending run that may start for this instance, of an organization not in
  * `waitingOrganizations` (those holding their share of the slots); skips rows another instance is claiming.
