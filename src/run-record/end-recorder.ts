@@ -9,11 +9,9 @@ import type { Signals } from '../signals/hub.js';
 import { endRunWithEvent } from './end-statement.js';
 import type { RunObserver } from './observer.js';
 import * as repo from './repository.js';
-import { lockRun } from './repository.js';
 import {
   type AfterCommit,
   type EndingRun,
-  FINAL_EVENT_TYPES,
   type FinishedRun,
   isTerminal,
   type RunEndHook,
@@ -151,7 +149,7 @@ export function createEndRecorder(options: {
     const trx = executor as Transaction<Database>;
     for (const hook of applying) await hook.beforeEnd?.(trx, request.runId);
     // Threads before runs: the hooks' locks come first.
-    if (locksFirst(request)) await lockRun(trx, request.runId);
+    if (locksFirst(request)) await repo.lockRun(trx, request.runId);
     const joined = applying.flatMap((hook) => hook.joinEnd?.(ending) ?? []);
     const run = await endRunWithEvent(
       executor,
@@ -291,16 +289,9 @@ export function createEndRecorder(options: {
    * while this instance still held the run as its own. Not announced to the other instances again.
    */
   async function relayEndedElsewhere(runId: string): Promise<void> {
-    const [run, last] = await Promise.all([repo.findRunById(db, runId), repo.lastEvent(db, runId)]);
+    const [run, final] = await Promise.all([repo.findRunById(db, runId), repo.storedFinalEvent(db, runId)]);
     if (!run || !isTerminal(run.status)) return;
-    const end: RunEnd = {
-      status: run.status,
-      output: run.status === 'succeeded' ? (run.output ?? {}) : null,
-      error: run.status === 'failed' ? run.error_message : null,
-    };
-    const final = last && FINAL_EVENT_TYPES.includes(last.type) ? last : null;
-    const json = final ? JSON.stringify({ type: final.type, data: final.data }) : '';
-    bus.publish(runId, { seq: final?.seq ?? 0, json, end, remote: true });
+    bus.publish(runId, { seq: final?.seq ?? 0, json: final?.json ?? '', end: repo.endOfRun(run), remote: true });
   }
 
   return { end, endWithin, recordOwnEnd, retryUnrecorded, relayEndedElsewhere };

@@ -3,7 +3,8 @@ import { compiledOnce } from '../db/compiled-once.js';
 import type { RunUsage } from '../db/schema/run-usage.js';
 import type { Db, Environment } from '../db/types.js';
 import { launchVersionColumns } from '../deployments/launch-version.js';
-import type { RunCommand, RunStatus } from './types.js';
+import type { RunEnd } from '../events/types.js';
+import { FINAL_EVENT_TYPES, type RunCommand, type RunStatus, type TerminalRunStatus } from './types.js';
 
 export const runColumns = [
   'runs.id',
@@ -358,16 +359,25 @@ export function listEventsAfter(db: Db, runId: string, afterSeq: number, limit: 
     .execute();
 }
 
-/** The run's last stored event: after its end, its final event. */
-export function lastEvent(db: Db, runId: string) {
-  return db
+/** The final event stored with the run's end (its last stored event, when that is one), as streams send it. */
+export async function storedFinalEvent(db: Db, runId: string): Promise<{ seq: number; json: string } | undefined> {
+  const last = await db
     .selectFrom('run_events')
     .select(['seq', 'type', 'data'])
     .where('run_id', '=', runId)
     .orderBy('seq', 'desc')
     .limit(1)
     .executeTakeFirst();
+  if (!last || !FINAL_EVENT_TYPES.includes(last.type)) return undefined;
+  return { seq: last.seq, json: JSON.stringify({ type: last.type, data: last.data }) };
 }
+
+/** How an ended run's row says it ended, as its final event carries it to streams. */
+export const endOfRun = (row: Pick<RunRecord, 'status' | 'output' | 'error_message'>): RunEnd => ({
+  status: row.status as TerminalRunStatus,
+  output: row.status === 'succeeded' ? (row.output ?? {}) : null,
+  error: row.status === 'failed' ? row.error_message : null,
+});
 
 /** Runs now pending or running, by status, across all instances (for metrics). */
 export function countActiveRuns(db: Db) {

@@ -4,7 +4,7 @@ import type { AppError } from '../errors.js';
 import type { StreamEnd } from '../events/types.js';
 import { runNotFound } from '../run-record/errors.js';
 import * as repo from '../run-record/repository.js';
-import { FINAL_EVENT_TYPES, isTerminal } from '../run-record/types.js';
+import { isTerminal } from '../run-record/types.js';
 
 /** What a stream needs to know of what it follows (a run, or a version's build), read from the store. */
 export interface StreamRecord {
@@ -34,11 +34,7 @@ function recordOfRun(row: repo.RunRecord): StreamRecord {
     terminal: isTerminal(row.status),
     running: row.status === 'running',
     instanceId: row.instance_id,
-    end: {
-      status: row.status as 'succeeded' | 'failed' | 'canceled',
-      output: row.status === 'succeeded' ? (row.output ?? {}) : null,
-      error: row.status === 'failed' ? row.error_message : null,
-    },
+    end: repo.endOfRun(row),
   };
 }
 
@@ -51,10 +47,6 @@ export const runStreamSource: StreamSource = {
     const row = await repo.findRunById(db, id);
     return row && recordOfRun(row);
   },
-  finalEvent: async (db, id) => {
-    const row = await repo.lastEvent(db, id);
-    if (!row || !FINAL_EVENT_TYPES.includes(row.type)) return undefined;
-    return { seq: row.seq, json: JSON.stringify({ type: row.type, data: row.data }) };
-  },
+  finalEvent: repo.storedFinalEvent,
   notFound: runNotFound,
 };
