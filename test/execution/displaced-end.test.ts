@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalEventBus } from '../../src/events/bus.js';
@@ -7,7 +6,6 @@ import { createEndRecorder, type EndRecorder } from '../../src/run-record/end-re
 import * as repo from '../../src/run-record/repository.js';
 import { createSignalHub } from '../../src/signals/hub.js';
 import { createTestDatabase, type TestDatabase, usingPostgres } from '../helpers/database.js';
-import { until } from '../helpers/poll.js';
 import { insertDefaultVersion, insertRunningRun } from '../run-record/helpers.js';
 import { holdEventNumber, untilLockWaits } from '../run-record/unstored-events.js';
 
@@ -26,6 +24,30 @@ describe('an end numbered after the stored events, while the run’s event log s
   const canceled = { status: 'canceled' as const, output: null, error: null };
   /** Full batches go out at once (event-log.ts MAX_BATCH). */
   const fullBatch = 500;
+
+  /**
+   * The event log's insert (`store`), each in a transaction of its own held open after its rows are in, until
+   * `release`: `held` resolves once the first is, `committed` with the last one's commit.
+   */
+  function heldInsert() {
+    let holding = () => {};
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let committed: Promise<number> = Promise.resolve(0);
+    const store: typeof repo.insertEventsWhileRunning = (_db, rows) => {
+      committed = db()
+        .transaction()
+        .execute(async (trx) => {
+          const count = await repo.insertEventsWhileRunning(trx, rows);
+          holding();
+          await released;
+          return count;
+        });
+      return committed;
+    };
+    return { store, held, release, committed: () => committed };
+  }
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -69,34 +91,16 @@ describe('an end numbered after the stored events, while the run’s event log s
     'numbers the end after a batch whose insert is under way when the end begins (PostgreSQL)',
     async () => {
       const id = await insertRunningRun(db(), deploymentId, versionId);
-      let holding = () => {};
-      const held = new Promise<void>((resolve) => (holding = resolve));
-      let release = () => {};
-      const released = new Promise<void>((resolve) => (release = resolve));
       // The log's insert, held open (uncommitted) until the end has begun and waits.
-      const store: typeof repo.insertEventsWhileRunning = (_db, rows) =>
-        db()
-          .transaction()
-          .execute(async (trx) => {
-            const count = await repo.insertEventsWhileRunning(trx, rows);
-            holding();
-            await released;
-            return count;
-          });
-      const log = new RunEventLog(id, 0, db(), createLocalEventBus(), silent, null, store);
+      const insert = heldInsert();
+      const log = new RunEventLog(id, 0, db(), createLocalEventBus(), silent, null, insert.store);
       log.append('run.started', { entrypoint: 'true' });
-      await held;
+      await insert.held;
 
       const ending = recorder.end({ runId: id, from: ['running'], outcome: canceled, seq: 'next' });
       // The end waits for the insert's transaction (a lock it cannot have yet).
-      await until(async () => {
-        // Waits of this file's own database only: other files' tests share the server.
-        const { rows } = await sql<{ waiting: number }>`
-          select count(*)::integer as waiting from pg_stat_activity
-          where datname = current_database() and wait_event_type = 'Lock'`.execute(db());
-        return (rows[0]?.waiting ?? 0) > 0;
-      });
-      release();
+      await untilLockWaits(db(), 1);
+      insert.release();
       const ended = await ending;
       await log.close();
 
@@ -112,33 +116,18 @@ describe('an end numbered after the stored events, while the run’s event log s
     'ends the run and stores its final event at once: never ended without it, whatever holds the final number (PostgreSQL)',
     async () => {
       const id = await insertRunningRun(db(), deploymentId, versionId);
-      let holding = () => {};
-      const held = new Promise<void>((resolve) => (holding = resolve));
-      let release = () => {};
-      const released = new Promise<void>((resolve) => (release = resolve));
-      let committed: Promise<number> = Promise.resolve(0);
       // The log's insert of event 1, held open (uncommitted) until the end has begun and waits.
-      const store: typeof repo.insertEventsWhileRunning = (_db, rows) => {
-        committed = db()
-          .transaction()
-          .execute(async (trx) => {
-            const count = await repo.insertEventsWhileRunning(trx, rows);
-            holding();
-            await released;
-            return count;
-          });
-        return committed;
-      };
-      const log = new RunEventLog(id, 0, db(), createLocalEventBus(), silent, null, store);
+      const insert = heldInsert();
+      const log = new RunEventLog(id, 0, db(), createLocalEventBus(), silent, null, insert.store);
       log.append('run.started', { entrypoint: 'true' });
-      await held;
+      await insert.held;
       // Number 2, the one the end takes once event 1 is in, held by another transaction, uncommitted.
       const number = await holdEventNumber(db(), id, 2);
 
       const ending = recorder.end({ runId: id, from: ['running'], outcome: canceled, seq: 'next' });
       await untilLockWaits(db(), 1);
-      release();
-      await committed;
+      insert.release();
+      await insert.committed();
       // Event 1 is in, and the end goes on until it waits for the transaction holding number 2.
       await untilLockWaits(db(), 1, number.pid);
       const { status } = await db().selectFrom('runs').select('status').where('id', '=', id).executeTakeFirstOrThrow();

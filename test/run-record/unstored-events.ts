@@ -56,7 +56,6 @@ export async function lockWaits(db: Kysely<Database>, pid?: number): Promise<num
 export const untilLockWaits = (db: Kysely<Database>, count: number, pid?: number) =>
   until(async () => (await lockWaits(db, pid)) >= count);
 
-/** A run's stream read as it goes: `reached` resolves once the client has got the event of that id. */
 /** Once the run's event numbered `seq` is stored. */
 export const untilStored = (db: Kysely<Database>, runId: string, seq: number) =>
   until(async () => {
@@ -69,6 +68,7 @@ export const untilStored = (db: Kysely<Database>, runId: string, seq: number) =>
     return row !== undefined;
   });
 
+/** A run's stream read as it goes: `reached` resolves once the client has got the event of that id. */
 export function follow(url: string) {
   const seen: SseMessage[] = [];
   const waiting: { id: string; resolve: () => void }[] = [];
