@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { type ForkServerAddress, movedPaths } from '../execution/fork-server-launcher.js';
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from '../sandbox/home.js';
+import { secretMasker } from './secret-mask.js';
 
 /** A version's environment as its environment server is started with: never a deployment's variables. */
 export interface EnvironmentPlace {
@@ -42,6 +43,8 @@ interface EnvironmentServer {
   process: LaunchedProcess | null;
   exited: Promise<void>;
   versions: Map<string, VersionServer>;
+  /** The secrets of every version it served: its output (the versions' imports') is logged with them masked. */
+  secrets: Set<string>;
   count: number;
   ended: boolean;
 }
@@ -104,7 +107,7 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
     const address = { path: path.join(sockets, 'e'), secret: randomBytes(32).toString('hex') };
     const server: EnvironmentServer = {
       ...{ key, folder, sockets, portal, address, process: null, exited: Promise.resolve() },
-      ...{ versions: new Map(), count: 0, ended: false },
+      ...{ versions: new Map(), secrets: new Set<string>(), count: 0, ended: false },
     };
     // `--name=path` where the path is not in the sandbox's view as such (the sandbox checks the paths named alone).
     const command = ['python', '-m', 'crewd_runner.envserver', '--kind', kind, `--folder=${folder}`];
@@ -141,8 +144,10 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
     if (stopping) void launched.endGroup(options.killGraceMs);
     launched.stdout.resume();
     launched.stderr.on('data', (chunk: Buffer) => {
+      const mask = secretMasker(server.secrets);
       for (const line of chunk.toString('utf8').split('\n')) {
-        if (line.trim() !== '') logger.warn({ environmentServer: line.slice(0, 4096) }, 'environment server output');
+        if (line.trim() !== '')
+          logger.warn({ environmentServer: mask(line).slice(0, 4096) }, 'environment server output');
       }
     });
     const status = await launched.exit;
@@ -186,7 +191,8 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
       failedAt.set(versionId, Date.now());
       retire(server, versionId);
     }
-    logger.warn({ versionId, answer: answer.slice(0, 4096) }, 'the version server of a Python version did not start');
+    const masked = secretMasker(server.secrets)(answer).slice(0, 4096);
+    logger.warn({ versionId, answer: masked }, 'the version server of a Python version did not start');
   }
 
   /**
@@ -210,7 +216,7 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
     forkedRun(
       versionId: string,
       entry: [string, string],
-      place: { cwd: string; env: Record<string, string> },
+      place: { cwd: string; env: Record<string, string>; secrets: string[] },
       environment: EnvironmentPlace,
       within: string,
     ): EnvironmentRun | null {
@@ -238,6 +244,7 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
         version = { key: versionKey, address, files, sockets, listening: false };
         server.versions.set(versionId, version);
         served.set(versionId, server);
+        for (const secret of place.secrets) server.secrets.add(secret);
         const env = { ...place.env };
         if (env.PYTHONPATH !== undefined) env.PYTHONPATH = movedPaths(env.PYTHONPATH, place.cwd, files);
         void ask(server, versionId, version, env, entry);

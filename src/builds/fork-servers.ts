@@ -8,11 +8,14 @@ import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js'
 import { LineSplitter } from '../execution/line-splitter.js';
 import { type VersionServerSetting, versionServerCommand } from '../execution/worker-command.js';
 import { createEnvironmentServers, type EnvironmentPlace } from './environment-servers.js';
+import { type SecretMask, secretMasker } from './secret-mask.js';
 
 /** Where and how a version's runs start: its built files as cwd, its env, what it may read. */
 export interface ServerPlace {
   cwd: string;
   env: Record<string, string>;
+  /** The values of its deployment variables and env: masked in what crewd logs of the server's output. */
+  secrets: string[];
   readOnly: string[];
   /** Its built environment, where it has one: its versions can share an environment server. */
   environment?: EnvironmentPlace | undefined;
@@ -66,12 +69,12 @@ export function pythonRunnerEntry(command: readonly string[]): [string, string] 
   return target ? [kind, target] : null;
 }
 
-function logLines(stream: Readable, log: (line: string) => void): void {
+function logLines(stream: Readable, mask: SecretMask, log: (line: string) => void): void {
   const lines = new LineSplitter(MAX_LOG_LINE_BYTES, MAX_LOG_LINE_BYTES, {
     line: (text) => {
-      if (text.trim() !== '') log(text);
+      if (text.trim() !== '') log(mask(text));
     },
-    longLine: (line) => log(`${line.head}… (${line.bytes} bytes)`),
+    longLine: (line) => log(`${mask(line.head, true)}… (${line.bytes} bytes)`),
   });
   stream.on('data', (chunk: Buffer) => lines.push(chunk));
   stream.once('end', () => lines.end());
@@ -134,12 +137,12 @@ export function createForkServers(options: ForkServersOptions) {
     }
     server.process = launched;
     if (stopping || servers.get(versionId) !== server) void launched.endGroup(options.killGraceMs);
-    await followOutput(versionId, server, launched);
+    await followOutput(versionId, server, launched, secretMasker(place.secrets));
   }
 
-  async function followOutput(versionId: string, server: ForkServer, launched: LaunchedProcess): Promise<void> {
-    logLines(launched.stdout, (line) => logger.info({ versionId, forkServer: line }, 'fork server output'));
-    logLines(launched.stderr, (line) => logger.warn({ versionId, forkServer: line }, 'fork server output'));
+  async function followOutput(versionId: string, server: ForkServer, launched: LaunchedProcess, mask: SecretMask) {
+    logLines(launched.stdout, mask, (line) => logger.info({ versionId, forkServer: line }, 'fork server output'));
+    logLines(launched.stderr, mask, (line) => logger.warn({ versionId, forkServer: line }, 'fork server output'));
     const status = await launched.exit;
     // A server retired or stopped by crewd did not fail; one that ended by itself other than idle did. One that never
     // listened is not started again for a while (a crew that crashes its import); one killed while serving is.

@@ -306,7 +306,8 @@ export function createBuildService(options: BuildServiceOptions) {
             readOnly: [built.environmentDir, ...runner],
           }
         : undefined;
-      const place = { cwd: built.projectDir, env, readOnly, environment };
+      const secrets = [...Object.values(values), ...Object.values(version.env)];
+      const place = { cwd: built.projectDir, env, secrets, readOnly, environment };
       const forked = options.forkServers?.forkedRun(version.id, version.command, place);
       return forked ? { ...place, ...forked } : place;
     },
