@@ -286,7 +286,8 @@ export function createBuildService(options: BuildServiceOptions) {
      */
     async prepareVersion(version: RunVersion, log: BuildLogger): Promise<VersionLaunch> {
       const values = variables.open(version.deployment_id, version.variables ?? []);
-      if (version.source === 'command') return { cwd: null, env: { ...values, ...version.env }, readOnly: [] };
+      const secrets = [...Object.values(values), ...Object.values(version.env)];
+      if (version.source === 'command') return { cwd: null, env: { ...values, ...version.env }, secrets, readOnly: [] };
       if (version.status !== 'ready') throw new Error(`version ${version.id} is not ready: ${version.status}`);
       const built = await builtHere(version, log).catch((error: Error) => {
         throw new Error(`building the version on this instance failed: ${error.message}`);
@@ -306,7 +307,6 @@ export function createBuildService(options: BuildServiceOptions) {
             readOnly: [built.environmentDir, ...runner],
           }
         : undefined;
-      const secrets = [...Object.values(values), ...Object.values(version.env)];
       const place = { cwd: built.projectDir, env, secrets, readOnly, environment };
       const forked = options.forkServers?.forkedRun(version.id, version.command, place);
       return forked ? { ...place, ...forked } : place;

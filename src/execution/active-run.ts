@@ -44,6 +44,8 @@ export class ActiveRun {
   readonly usage = new UsageTally();
   /** The run's trace when tracing is on: its events become spans at its end. */
   trace: RunTrace | null = null;
+  /** The values of its version's env and deployment variables (once prepared): its trace masks them. */
+  secrets: string[];
 
   constructor(
     readonly spec: LaunchSpec,
@@ -54,6 +56,7 @@ export class ActiveRun {
     this.id = spec.run.id;
     this.orgId = spec.run.org_id;
     this.identity = { deploymentId: spec.run.deployment_id, threadId: spec.run.thread_id };
+    this.secrets = Object.values(spec.version.env);
   }
 
   /** The run's calls (`store.call`), answered on its channel while it runs; null when nothing answers them. */

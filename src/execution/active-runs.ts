@@ -46,6 +46,8 @@ export interface VersionLaunch {
   env: Record<string, string>;
   /** Built files a sandbox mounts read-only. */
   readOnly: string[];
+  /** The values of the deployment variables and the version's env (secrets: never logged nor traced). */
+  secrets: string[];
   /** The version's fork server, asked for the run before the version's command is started. */
   forkSocket?: ForkServerAddress;
 }
@@ -152,7 +154,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
       unstored,
       identity: run.identity,
     });
-    run.trace?.end({ status: outcome.status, error: outcome.error, usage: usage ?? null });
+    run.trace?.end({ status: outcome.status, error: outcome.error, usage: usage ?? null, secrets: run.secrets });
     return recorded;
   }
 
@@ -170,6 +172,7 @@ export function createActiveRuns(options: ActiveRunsOptions) {
         spec = { ...spec, version: { ...spec.version, cwd: plan.cwd ?? spec.version.cwd, env: plan.env } };
         readOnly = plan.readOnly;
         forkSocket = plan.forkSocket ?? null;
+        run.secrets = plan.secrets;
       } catch (error) {
         return { error: error instanceof Error ? error.message : String(error) };
       }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Attributes, context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { secretMasker } from '../builds/secret-mask.js';
 import type { TracingSettings } from '../config.js';
 import type { LaunchSpec } from '../run-record/types.js';
 import { planSpans, usageAttributes } from './run-spans.js';
@@ -90,6 +91,8 @@ export async function createRunTracer(settings: TracingSettings): Promise<RunTra
         },
         end(outcome: TracedEnd) {
           const ended = Date.now();
+          // The errors are the crew's own words (a task's error, its last stderr line): it may say its secrets.
+          const mask = secretMasker(outcome.secrets);
           const root = rootSpan(spec, started, traceId, spec.run.trace_parent_id ?? null);
           root.setAttributes({ 'crewd.run.status': outcome.status, ...usageAttributes(outcome.usage) });
           if (outcome.usage?.cost != null) root.setAttribute('crewd.usage.cost', outcome.usage.cost);
@@ -103,9 +106,9 @@ export async function createRunTracer(settings: TracingSettings): Promise<RunTra
               ctx,
             );
             made.push(span);
-            finish(span, planned.end, planned.error);
+            finish(span, planned.end, planned.error && mask(planned.error));
           }
-          finish(root, ended, outcome.status === 'failed' ? (outcome.error ?? 'Run failed') : null);
+          finish(root, ended, outcome.status === 'failed' ? mask(outcome.error ?? 'Run failed') : null);
         },
       };
       return run;

@@ -6,6 +6,8 @@ export interface TracedEnd {
   status: 'succeeded' | 'failed' | 'canceled';
   error: string | null;
   usage: RunUsage | null;
+  /** The values of the run's deployment variables and version env: masked in what the trace says of errors. */
+  secrets: readonly string[];
 }
 
 /** One run's trace while it runs: its events, with their times, become spans at its end. */
