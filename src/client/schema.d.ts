@@ -556,8 +556,8 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Delete a thread (409 while a run of it is running)
-         * @description Delete a thread (409 while a run of it is running). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         * Delete a thread, canceling its runs
+         * @description Delete a thread, canceling its runs. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
          */
         delete: operations["langgraphDeleteThread"];
         options?: never;

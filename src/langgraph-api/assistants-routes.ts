@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
 import { createAssistantService } from './assistants.js';
 import type { LangGraphDeps } from './deps.js';
+import { answerPage, pageAndOne } from './pagination.js';
 import {
   assistantParams,
   assistantSchema,
@@ -62,9 +63,10 @@ export const assistantRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app,
         response: { 200: z.array(assistantSchema), ...errors },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, offset, ...filter } = request.body;
-      return assistants.search(org(request), filter, { limit, offset });
+      const page = { limit, offset };
+      return answerPage(reply, await assistants.search(org(request), filter, pageAndOne(page)), page);
     },
   );
 

@@ -6,6 +6,7 @@ import type { CronService } from '../crons/service.js';
 import { notFound } from '../errors.js';
 import { bindThreadDeployment } from '../threads/repository.js';
 import type { LangGraphDeps } from './deps.js';
+import { answerPage } from './pagination.js';
 import { errors, jsonObject, limitField, offsetField, optionalObject } from './schemas.js';
 import { findThread } from './threads-repo.js';
 import { defaultAssistantId, resolveAssistant, runEnvironment } from './translate.js';
@@ -163,9 +164,9 @@ export const cronRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { db
         response: { 200: z.array(cronSchema), ...errors },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, offset, ...filter } = request.body;
-      return (await matching(org(request), filter)).slice(offset, offset + limit);
+      return answerPage(reply, (await matching(org(request), filter)).slice(offset), { limit, offset });
     },
   );
 

@@ -93,7 +93,11 @@ export function toLangGraphRun(run: V1Run): LangGraphRun {
     assistant_id: assistant_id ?? defaultAssistantId(run.deployment_id),
     created_at: run.created_at,
     updated_at: run.completed_at ?? run.started_at ?? run.created_at,
-    status: runStatusOf({ status: run.status, error_message: run.error_message, paused: pausedAt(run) !== null }),
+    status: runStatusOf({
+      status: run.status,
+      error_message: run.error_message,
+      atBreakpoint: pausedAt(run)?.length === 0,
+    }),
     metadata: metadata ?? {},
     multitask_strategy: multitask_strategy ?? 'reject',
     kwargs: { input: rest.null_input ? null : input, ...rest },
@@ -215,7 +219,8 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
       const request: StreamRequest = {
         assistant_id: resolved.assistantId,
         metadata: body.metadata ?? {},
-        multitask_strategy: body.multitask_strategy ?? 'reject',
+        // The official server's default: a run asked of a busy thread waits its turn.
+        multitask_strategy: body.multitask_strategy ?? 'enqueue',
         stream_mode: modesOf(body.stream_mode) ?? defaultModes,
         stream_subgraphs: body.stream_subgraphs ?? false,
         config: mergedConfig(resolved, body.config),
@@ -337,7 +342,8 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
         : interrupts
           ? {}
           : (run.output ?? {});
-      if (!interrupts) return values;
+      // A stop at interrupt_before/interrupt_after asks nothing: the official answer has no `__interrupt__`.
+      if (!interrupts || interrupts.length === 0) return values;
       return { ...values, __interrupt__: interrupts };
     },
   };

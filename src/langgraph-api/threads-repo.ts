@@ -25,6 +25,17 @@ export function findThread(db: Db, orgId: string, id: string) {
 
 export type ThreadRow = NonNullable<Awaited<ReturnType<typeof findThread>>>;
 
+/** The run that holds the thread now (running, or pending for a slot), if any. */
+export async function activeRunId(db: Db, orgId: string, id: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('threads')
+    .select('active_run_id')
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row?.active_run_id ?? null;
+}
+
 /** A thread of no deployment yet: its first run binds it (CONTRACTS §14). */
 export function insertThread(
   db: Db,

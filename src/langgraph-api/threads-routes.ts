@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
 import { notFound } from '../errors.js';
 import type { LangGraphDeps } from './deps.js';
+import { answerPage, pageAndOne } from './pagination.js';
 import {
   checkpointSchema,
   errors,
@@ -99,9 +100,11 @@ export const threadRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { 
         response: { 200: z.array(threadSchema), ...errors },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, offset, sort_by, sort_order, ...filter } = request.body;
-      return threads.search(org(request), filter, { by: sort_by, direction: sort_order }, { limit, offset });
+      const order = { by: sort_by, direction: sort_order };
+      const rows = await threads.search(org(request), filter, order, pageAndOne({ limit, offset }));
+      return answerPage(reply, rows, { limit, offset });
     },
   );
 
@@ -167,13 +170,14 @@ export const threadRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { 
       schema: {
         tags,
         operationId: 'langgraphDeleteThread',
-        summary: 'Delete a thread (409 while a run of it is running)',
+        summary: 'Delete a thread, canceling its runs',
         params: threadParams,
         response: { 204: z.null(), ...errors },
       },
     },
     async (request, reply) => {
-      await threads.remove(org(request), request.params.thread_id);
+      const orgId = org(request);
+      await threads.remove(orgId, request.params.thread_id, (runId) => services.runs.cancel(orgId, runId));
       return reply.status(204).send(null);
     },
   );

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { ThreadInterrupt } from '../db/columns.js';
 import type { Database } from '../db/types.js';
-import { conflict, notFound } from '../errors.js';
+import { AppError, conflict, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import type { ThreadService } from '../threads/service.js';
 import { unprocessable } from './errors.js';
@@ -10,6 +10,11 @@ import { checkpointSource, liveNext, nextNodes } from './graph-checkpoint.js';
 import * as repo from './threads-repo.js';
 
 const threadNotFound = (id: string) => notFound(`Thread ${id} not found`);
+
+/** Runs a delete cancels before giving up: the running one, and those a queue starts after it. */
+const MAX_DELETE_ATTEMPTS = 10;
+
+const isConflict = (error: unknown) => error instanceof AppError && error.statusCode === 409;
 
 /** The id an interrupt's task goes by: the interrupt's own, else one per thread and checkpoint. */
 const taskIdOf = (threadId: string, checkpointId: string | null) => `${checkpointId ?? threadId}:task`;
@@ -152,9 +157,25 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
       return toThread(row);
     },
 
-    async remove(orgId: string, id: string) {
+    /**
+     * Deletes the thread as the official server does, a busy one too: crewd's own delete refuses a
+     * thread whose run is running, so that run is canceled first (`cancel`), and the one a queue
+     * started meanwhile, each in turn. Its pending runs are canceled by the delete itself.
+     */
+    async remove(orgId: string, id: string, cancel: (runId: string) => Promise<unknown>) {
       await get(orgId, id);
-      await threads.remove(orgId, id);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await threads.remove(orgId, id);
+        } catch (error) {
+          const running = await repo.activeRunId(db, orgId, id);
+          if (!isConflict(error) || !running || attempt === MAX_DELETE_ATTEMPTS) throw error;
+          // A run that ended since is no longer in the way: its cancel's 400 is nothing to answer.
+          await cancel(running).catch((failure: unknown) => {
+            if (!(failure instanceof AppError && failure.statusCode === 400)) throw failure;
+          });
+        }
+      }
     },
 
     async copy(orgId: string, id: string) {

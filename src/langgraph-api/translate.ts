@@ -15,20 +15,21 @@ const TIMED_OUT = /^Run timed out after /;
 
 /**
  * A crewd run's status as the SDK names it: `succeeded` → `success`, `failed` → `error` (or
- * `timeout` past the time limit), `canceled` → `interrupted`; `paused` marks a run that stopped at
- * an interrupt (its output holds `interrupts`), which the official server reports as `interrupted`.
+ * `timeout` past the time limit), `canceled` → `interrupted`. A run that paused at `interrupt()` is
+ * `success`, as on the official server; `atBreakpoint` marks one stopped by `interrupt_before` or
+ * `interrupt_after` (its output holds no interrupt values), `interrupted` as CONTRACTS §14 says.
  */
 export function runStatusOf(run: {
   status: RunStatus;
   error_message?: string | null;
-  paused?: boolean;
+  atBreakpoint?: boolean;
 }): LangGraphRunStatus {
   switch (run.status) {
     case 'pending':
     case 'running':
       return run.status;
     case 'succeeded':
-      return run.paused ? 'interrupted' : 'success';
+      return run.atBreakpoint ? 'interrupted' : 'success';
     case 'failed':
       return run.error_message && TIMED_OUT.test(run.error_message) ? 'timeout' : 'error';
     case 'canceled':

@@ -101,7 +101,7 @@ describe.runIf(testPython() !== null)('LangGraph API runs and streams through @l
     expect(new Set(ids).size).toBe(ids.length);
 
     const run = await client.runs.get(thread.thread_id, created?.run_id as string);
-    expect(run).toMatchObject({ status: 'success', thread_id: thread.thread_id, multitask_strategy: 'reject' });
+    expect(run).toMatchObject({ status: 'success', thread_id: thread.thread_id, multitask_strategy: 'enqueue' });
     const again = await collect(client.runs.joinStream(thread.thread_id, run.run_id));
     expect(again[0]?.event).toBe('metadata');
     expect(again.at(-1)?.event).toBe('end');
@@ -155,8 +155,9 @@ describe.runIf(testPython() !== null)('LangGraph API runs and streams through @l
     });
     expect(first.at(-1)?.event).toBe('end');
     expect((await client.threads.get(thread.thread_id)).status).toBe('interrupted');
+    // A run paused at interrupt() ended well, as the official server names it.
     const [paused] = await client.runs.list(thread.thread_id);
-    expect(paused?.status).toBe('interrupted');
+    expect(paused?.status).toBe('success');
 
     const second = await collect(
       client.runs.stream(thread.thread_id, 'chat', { command: { resume: 'yes' }, streamMode: ['values'] }),
