@@ -92,12 +92,14 @@ const authPlugin: FastifyPluginAsync<{
 
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
-    if (request.routeOptions.url === INCOMING_WEBHOOK_ROUTE) return limiter.takeForIncomingWebhook(request, reply);
-    const langgraph = langgraphPrefix !== undefined && under(request.url, langgraphPrefix);
+    const route = request.routeOptions.url;
+    if (route === INCOMING_WEBHOOK_ROUTE) return limiter.takeForIncomingWebhook(request, reply);
+    // The route the router matched (it undoes percent-encoding: `/%761/runs` is `/v1/runs`), else the path as sent.
+    const target = route ?? request.url.split('?')[0] ?? '';
+    const langgraph = langgraphPrefix !== undefined && under(target, langgraphPrefix);
     if (langgraph) {
-      const path = (request.url.split('?')[0] ?? '').slice(langgraphPrefix.length);
-      if (LANGGRAPH_PUBLIC.has(path)) return;
-    } else if (!request.url.startsWith('/v1/') && request.url !== '/v1' && !under(request.url, '/mcp')) return;
+      if (LANGGRAPH_PUBLIC.has(target.slice(langgraphPrefix.length))) return;
+    } else if (!target.startsWith('/v1/') && target !== '/v1' && !under(target, '/mcp')) return;
     const key = keyOf(request, langgraph);
     const principal = key ? await lookUp(key) : null;
     if (!principal) {
