@@ -4,7 +4,8 @@
 # admin key it prints at its first start, logs in and deploys every project under examples/ with `crewd deploy` as
 # docs/deploying.md and each example's README say, runs each with `crewd run`, and the LangGraph example's interrupt
 # and resume with `crewd threads` and `crewd run --thread` (docs/cli.md). Each run must give its expected output.
-# Then every command of the docs runs as written (scripts/doc-commands.mjs).
+# Then every command of the docs runs as written (scripts/doc-commands.mjs), and the service's log must show no Python
+# fork server or version server that failed to start.
 #
 # Its environment is the machine's own (PATH, locale, proxies, certificates, pip and uv settings), a new empty HOME and
 # a new DATA_DIR; nothing else. Exits 1 naming each step that failed, with its output. Usage: scripts/fresh-machine.sh
@@ -135,12 +136,18 @@ if deploy_example python-stdlib word-counter; then
     expect "word-counter's words" 'o.virtual_env === true && JSON.stringify(o.top_words[0]) === "{\"word\":\"to\",\"count\":2}"'
 fi
 
-if deploy_example crewai-research research; then
+# The CrewAI examples' READMEs turn CrewAI's telemetry off before the first run: nothing leaves the machine.
+crewai_offline() {
+  crewd variables set "$1" CREWAI_DISABLE_TELEMETRY=true CREWAI_DISABLE_TRACKING=true CREWAI_TRACING_ENABLED=false \
+    OTEL_SDK_DISABLED=true LITELLM_LOCAL_MODEL_COST_MAP=True
+}
+
+if deploy_example crewai-research research && crewai_offline research; then
   crewd run research --input '{"topic": "solar batteries"}' --follow &&
     expect "research's two tasks" 'o.tasks.length === 2 && o.raw.includes("solar batteries")'
 fi
 
-if deploy_example crewai-flow poems; then
+if deploy_example crewai-flow poems && crewai_offline poems; then
   crewd run poems --input '{"sentence_count": 2}' --follow &&
     expect "poems' poem" 'o.state.sentence_count === 2 && o.result === "CrewAI hands each agent a task and a name. The writer writes, and the flow keeps score."'
 fi
@@ -159,5 +166,15 @@ fi
 # `npm link` puts it (docs/cli.md), the key the service printed and the service's address (scripts/doc-commands.mjs).
 mkdir -p "$FRESH/bin" && ln -s "$PWD/bin/crewd.mjs" "$FRESH/bin/crewd"
 step "every command of the docs, as written" env "PATH=$FRESH/bin:$PATH" node scripts/doc-commands.mjs --url "$URL" --key "$KEY"
+
+# Each Python version's fork server or version server started (by now, the examples' have long been tried): one that
+# cannot start leaves every run of its version cold, a CrewAI crew's import of seconds in each, and says so in the log.
+say "the Python examples' fork and version servers started (the service's log)"
+if grep -E 'server of a Python (version|environment) (did not|could not) start|the (fork|environment) server failed' \
+  "$SERVICE_LOG"; then
+  FAILED+=("a Python version's fork server or version server did not start (the service's log, above)")
+else
+  echo "ok: none failed to start"
+fi
 
 finish

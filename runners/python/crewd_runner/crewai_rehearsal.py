@@ -5,7 +5,8 @@ is then paid once, in the server, instead of in every child it forks. The rehear
 see or that could leave the machine:
 - it comes before the crew's module is imported, so none of the crew's listeners or hooks hear it;
 - its crew answers with a built-in LLM;
-- telemetry and tracing are off for it, and a telemetry object made for it is dropped after;
+- CrewAI is imported for it with telemetry off (the server's forked runs keep that: docs/python-crews.md, "No
+  telemetry"), and tracing is off for it;
 - what CrewAI stores goes to a folder removed after, under in-process locks (a Redis lock would leave a connection
   for the children to share);
 - its output goes nowhere;
@@ -50,7 +51,11 @@ def rehearse() -> bool:
     fails leaves the work to the children, which pay it as they would have; one whose threads outlive it raises
     ThreadsLeft."""
     try:
-        from crewai.events import crewai_event_bus as bus
+        # CrewAI's first import makes its event listener's telemetry. Made on, its exporter starts a thread here, and
+        # again in every child forked after (os.register_at_fork): this process would never be one thread to rehearse,
+        # and a version server, which must be one thread to take namespaces of its own, would never start.
+        with _environment(QUIET_ENV):
+            from crewai.events import crewai_event_bus as bus
     except ImportError:
         return False
     if not internals.bus_threads_stoppable(bus) or threading.active_count() != 1:

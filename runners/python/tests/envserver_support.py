@@ -54,7 +54,8 @@ def bwrap_command(sockets, portal, *inner):
 class Environment:
     """An environment server of `kind` in its sandbox; `folder` holds `s/`, its sockets, and `v/`, its portal."""
 
-    def __init__(self, kind="graph", *options):
+    def __init__(self, kind="graph", *options, settings=None):
+        """`settings`: the server's environment over the tests' (a None value removes the variable)."""
         # Outside /tmp, as crewd's DATA_DIR is: the sandbox's /tmp is one of the folders each version gets anew.
         self.folder = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="crewd-env-test-")) / "env"
         self.portal = self.folder / "v"
@@ -64,6 +65,11 @@ class Environment:
         self.socket = self.sockets / "e"
         self.count = 0
         env = runner_env({"HOME": SANDBOX_HOME, "TMPDIR": "/tmp"})
+        for name, value in (settings or {}).items():
+            if value is None:
+                env.pop(name)
+            else:
+                env[name] = value
         command = [sys.executable, "-m", "crewd_runner.envserver", "--kind", kind, "--folder", str(self.folder)]
         command += ["--socket", str(self.socket)]
         command += ["--private", "/tmp", "--private", SANDBOX_HOME, *options]

@@ -54,6 +54,39 @@ def test_the_rehearsal_leaves_no_thread_output_file_or_setting_behind(tmp_path):
     }
 
 
+TELEMETRY_ON = """
+import json, os, threading
+from crewd_runner import crewai_rehearsal
+done = crewai_rehearsal.rehearse()
+threads = threading.active_count()
+child = os.fork()
+if child == 0:
+    os.write(1, str(len(os.listdir("/proc/self/task"))).encode())
+    os._exit(0)
+os.waitpid(child, 0)
+print(json.dumps({"rehearsed": done, "threads": threads}))
+"""
+
+
+def test_crewai_imported_first_by_the_rehearsal_with_telemetry_on_leaves_one_thread_in_the_server_and_its_forks():
+    """CrewAI's telemetry is on unless a setting turns it off, and a server (an environment server above all, which
+    never gets a deployment's variables) imports CrewAI first in its rehearsal. Imported with telemetry on, CrewAI's
+    exporter thread kept the server from rehearsing, came back in every fork, and a version server then failed to take
+    its namespaces (unshare: EINVAL), so every run of a CrewAI version was a cold one."""
+    env = runner_env()
+    for name in ("CREWAI_DISABLE_TELEMETRY", "CREWAI_DISABLE_TRACKING", "OTEL_SDK_DISABLED", "CREWAI_TRACING_ENABLED"):
+        env.pop(name)
+    # Should telemetry be sent after all, it goes to a closed local port, never off the machine.
+    env.update({"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""})
+
+    completed = run_python(["-c", TELEMETRY_ON], PROJECTS, env, fresh=True)
+
+    assert completed.returncode == 0, completed.stderr
+    child_threads, report = completed.stdout[0], completed.stdout[1:]
+    assert json.loads(report) == {"rehearsed": True, "threads": 1}
+    assert child_threads == "1"
+
+
 THREADS_KEPT = """
 from crewd_runner import crewai_rehearsal, internals, rehearsal
 internals.stop_bus_threads = lambda bus: None

@@ -204,6 +204,49 @@ def test_a_version_server_keeps_a_child_ahead_only_while_its_version_ran_recentl
         environment.stop()
 
 
+ONE_TASK_CREW = """
+from crewai import Agent, Crew, Task
+from crewai.llms.base_llm import BaseLLM
+
+
+class AnswerLLM(BaseLLM):
+    def call(self, messages, *args, **kwargs):
+        return "Thought: I now know the final answer\\nFinal Answer: one line"
+
+
+def crew():
+    writer = Agent(role="Writer", goal="Write about {topic}", backstory="Brief.", llm=AnswerLLM(model="answer"))
+    task = Task(name="write", description="Write about {topic}", expected_output="One line", agent=writer)
+    return Crew(agents=[writer], tasks=[task])
+"""
+# CrewAI's telemetry as it is by default, sent (should it be sent) to a closed local port, never off the machine.
+CREWAI_TELEMETRY_ON = {
+    "CREWAI_DISABLE_TELEMETRY": None,
+    "CREWAI_DISABLE_TRACKING": None,
+    "CREWAI_TRACING_ENABLED": None,
+    "OTEL_SDK_DISABLED": None,
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+}
+
+
+def test_a_crewai_version_server_starts_where_crewai_telemetry_is_on():
+    """An environment server never gets a deployment's variables, so CrewAI's telemetry is on in it unless the
+    machine turns it off. Its version servers then failed to start (unshare: EINVAL: a child forked after CrewAI was
+    imported with telemetry on has the exporter's thread too), and every run of a CrewAI version ran cold."""
+    environment = Environment("crew", "--idle-exit", "120", settings=CREWAI_TELEMETRY_ON)
+    try:
+        folder = environment.add_version("a", {"one_crew.py": ONE_TASK_CREW})
+        path = environment.ask(folder, ["--crew", "one_crew:crew"])
+        assert not isinstance(path, str), path
+        events, final = run_in_version(path, folder, {"topic": "bees"})
+        assert final == {"exit_code": 0}
+        [completed] = [event for event in events if event.get("type") == "run.completed"]
+        assert completed["data"]["output"]["raw"] == "one line"
+    finally:
+        environment.stop()
+
+
 def _is_environment_server(pid):
     """The environment server is the first python of the tree (bwrap's argv names the module too)."""
     with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
