@@ -15,11 +15,13 @@ import * as threadsRepo from './threads-repo.js';
 import {
   crewdRunStatuses,
   defaultAssistantId,
+  isStateless,
   type LangGraphRunStatus,
   mergedConfig,
   resolveRunAssistant,
   runEnvironment,
   runStatusOf,
+  statelessThreadId,
 } from './translate.js';
 
 /** Where a run's stream request rides in its input, for the runner (runners/python/crewd_runner/stream_modes.py). */
@@ -89,7 +91,7 @@ export function toLangGraphRun(run: V1Run): LangGraphRun {
   const { assistant_id, metadata, multitask_strategy, ...rest } = asked;
   return {
     run_id: run.id,
-    thread_id: run.thread_id,
+    thread_id: run.thread_id ?? statelessThreadId(run.id),
     assistant_id: assistant_id ?? defaultAssistantId(run.deployment_id),
     created_at: run.created_at,
     updated_at: run.completed_at ?? run.started_at ?? run.created_at,
@@ -155,7 +157,8 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
   /** A run of the thread (404 when it belongs to another thread, or none). */
   async function runOf(orgId: string, threadId: string | null, runId: string): Promise<V1Run> {
     const run = await getV1(orgId, runId);
-    if (threadId !== null && run.thread_id !== threadId.toLowerCase()) throw notFound('Run not found');
+    const answered = run.thread_id ?? statelessThreadId(run.id);
+    if (threadId !== null && answered !== threadId.toLowerCase()) throw notFound('Run not found');
     return run;
   }
 
@@ -332,8 +335,9 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
       end: RunEnd | null,
     ): Promise<Record<string, unknown>> {
       // The run's end as its stream told it, else as stored.
+      const threadId = isStateless(started) ? null : started.thread_id;
       const run = end
-        ? { status: end.status, output: end.output, error_message: end.error, thread_id: started.thread_id }
+        ? { status: end.status, output: end.output, error_message: end.error, thread_id: threadId }
         : await getV1(orgId, started.run_id);
       if (run.status === 'failed') return { __error__: errorOf(run.error_message ?? 'Run failed') };
       const interrupts = pausedAt(run);

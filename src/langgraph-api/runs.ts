@@ -22,6 +22,7 @@ import {
 import { createLangGraphRuns } from './runs-service.js';
 import { errors, jsonObject } from './schemas.js';
 import { agentServerFraming } from './stream-framing.js';
+import { isStateless } from './translate.js';
 
 const tags = ['langgraph'];
 const sse = { kind: 'manual', heartbeat: false } as const;
@@ -43,8 +44,8 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
 
   /**
    * `Content-Location` names the run under the prefix (CONTRACTS §14); `Location` where a client
-   * picks the answer up again: a stream's `…/stream`, a thread run's `wait` or `join` its
-   * `…/join`, as the official server sends them. `Location` is relative to the API's URL, not the
+   * picks the answer up again: a stream's `…/stream`, a `wait` or `join` its `…/join`, as the
+   * official server sends them. `Location` is relative to the API's URL, not the
    * host: the JS SDK fetches `apiUrl + Location` and the Python SDK joins it to its base URL, so a
    * prefixed path would name `/langgraph/langgraph/…` (docs/langgraph.md, "Runs and streams").
    */
@@ -53,10 +54,11 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     run: { run_id: string; thread_id: string | null },
     rejoin: 'stream' | 'join' | null,
   ) {
-    const path = run.thread_id ? `/threads/${run.thread_id}/runs/${run.run_id}` : `/runs/${run.run_id}`;
+    const inThread = `/threads/${run.thread_id}/runs/${run.run_id}`;
+    const path = isStateless(run) ? `/runs/${run.run_id}` : inThread;
     reply.header('Content-Location', `${basePath}${path}`);
-    // A stateless run has no `join` (crewd keeps no thread for it).
-    if (rejoin === 'stream' || (rejoin === 'join' && run.thread_id)) reply.header('Location', `${path}/${rejoin}`);
+    // `join` is served under a thread only: a stateless run's is under the thread id it answers.
+    if (rejoin) reply.header('Location', rejoin === 'join' ? `${inThread}/join` : `${path}/stream`);
   }
 
   /** Cancels the run when the client leaves before its end (`on_disconnect: cancel`, `cancel_on_disconnect`). */
@@ -271,7 +273,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     },
   );
 
-  // Stateless runs: no thread (`thread_id` null); `on_completion` has nothing to delete or keep.
+  // Stateless runs: no thread (their `thread_id` is statelessThreadId's); `on_completion` has nothing to delete or keep.
 
   app.post(
     '/runs',

@@ -55,14 +55,29 @@ export function crewdRunStatuses(status: LangGraphRunStatus): RunStatus[] {
   }
 }
 
-/** The default assistant's UUID: fixed for a deployment, derived from its id (name-based, as UUID v5 is). */
-export function defaultAssistantId(deploymentId: string): string {
-  const hash = createHash('sha1').update(`crewd-assistant:${deploymentId}`).digest();
+/** A UUID fixed for `name` (name-based, as UUID v5 is). */
+function nameBasedUuid(name: string): string {
+  const hash = createHash('sha1').update(name).digest();
   hash[6] = ((hash[6] ?? 0) & 0x0f) | 0x50;
   hash[8] = ((hash[8] ?? 0) & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** The default assistant's UUID: fixed for a deployment, derived from its id. */
+export const defaultAssistantId = (deploymentId: string): string => nameBasedUuid(`crewd-assistant:${deploymentId}`);
+
+/**
+ * The `thread_id` a stateless run answers. crewd keeps no thread for it, but the SDKs follow a run at
+ * `/threads/{thread_id}/runs/{run_id}` (`runs.join`, `runs.get`, `runs.cancel`), which the official
+ * server's temporary thread serves while the run goes on; derived from the run's id, so those paths
+ * find the run. No thread has it: `GET /threads/{it}` is 404, as the official one once deleted.
+ */
+export const statelessThreadId = (runId: string): string => nameBasedUuid(`crewd-stateless-run:${runId}`);
+
+/** A run answered with `statelessThreadId`: one of no thread. */
+export const isStateless = (run: { run_id: string; thread_id: string | null }): boolean =>
+  run.thread_id === null || run.thread_id === statelessThreadId(run.run_id);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (value: string) => UUID.test(value);

@@ -17,7 +17,7 @@ describe.runIf(testPython() !== null)('LangGraph API answers as the official ser
   }, 60_000);
   afterAll(async () => ctx?.close());
 
-  it('pages searches, queues runs by default, names paused runs and deletes busy threads as langgraph dev does', {
+  it('pages searches, queues runs by default, names paused runs, deletes busy threads, follows stateless runs', {
     timeout: 240_000,
   }, async () => {
     // test/langgraph-api/sdk/conformance.py passes against `langgraph dev` (OFFICIAL=1) too.

@@ -202,7 +202,13 @@ describe.runIf(testPython() !== null)('LangGraph API runs and streams through @l
       { assistantId: 'chat', input: question(1) },
       { assistantId: 'chat', input: question(2) },
     ]);
-    expect(batch.map((run) => run.thread_id)).toEqual([null, null]);
+    // No thread: each answers a thread id of its own, under which the SDK joins it.
+    expect(new Set(batch.map((run) => run.thread_id)).size).toBe(2);
+    const batchJoined = (await client.runs.join(batch[1]?.thread_id as string, batch[1]?.run_id as string)) as {
+      messages: { content: string }[];
+    };
+    expect(batchJoined.messages.at(-1)?.content).toBe('w0 w1');
+    await expect(client.threads.get(batch[1]?.thread_id as string)).rejects.toThrow(/404/);
   });
 
   it('sends a failed run’s error, then end; refuses what it cannot honour with a detail naming the field', {

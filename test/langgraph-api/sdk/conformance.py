@@ -1,8 +1,8 @@
 """What code written against the official server expects where crewd answered otherwise, through the real
 langgraph-sdk on the token graph (runners/python/tests/projects/token_graph.py, deployed as `chat`): search pages
 and their `next`, the default multitask strategy, the status of a run paused at `interrupt()`, `wait` after a
-breakpoint, and deleting a busy thread. Passes against `langgraph dev` too (OFFICIAL=1); where CONTRACTS §14 fixes
-crewd's answer otherwise, the check says so.
+breakpoint, deleting a busy thread, and following a stateless run. Passes against `langgraph dev` too
+(OFFICIAL=1); where CONTRACTS §14 fixes crewd's answer otherwise, the check says so.
 """
 
 import asyncio
@@ -112,6 +112,22 @@ def busy_thread_deleted(client) -> None:
             raise AssertionError("the deleted thread or its run is still there")
 
 
+def stateless_run_followed(client) -> None:
+    """A stateless run answers a thread id under which the SDK follows it (`runs.get`, `runs.join`)."""
+    run = client.runs.create(None, "chat", input=question(5, pause=0.1))
+    check(run, schema.Run)
+    uuid.UUID(run["thread_id"])
+    got = client.runs.get(run["thread_id"], run["run_id"])
+    assert got["run_id"] == run["run_id"] and got["thread_id"] == run["thread_id"]
+    values = client.runs.join(run["thread_id"], run["run_id"])
+    assert values["messages"][-1]["content"] == "w0 w1 w2 w3 w4", values
+    [batched] = client.runs.create_batch(
+        [{"assistant_id": "chat", "input": question(2, pause=0.1)}]
+    )
+    values = client.runs.join(batched["thread_id"], batched["run_id"])
+    assert values["messages"][-1]["content"] == "w0 w1", values
+
+
 async def async_search_pages(client) -> None:
     page = await client.assistants.search(
         metadata={"tag": TAG}, limit=2, response_format="object"
@@ -125,6 +141,7 @@ def main() -> None:
     runs_wait_their_turn(sync_client)
     paused_runs(sync_client)
     busy_thread_deleted(sync_client)
+    stateless_run_followed(sync_client)
     asyncio.run(async_search_pages(async_client))
     done({"tag": TAG})
 
