@@ -82,7 +82,13 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<void>
   }
 
   const app = await buildApp({ config, database, logger });
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await app.close();
+    await database.close();
+    throw listenError(error, config.port, generatedKey !== null);
+  }
   const address = app.server.address();
   if (address && typeof address === 'object')
     process.stdout.write(startBanner({ host: config.host, port: address.port }));
@@ -90,6 +96,25 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<void>
     await app.close();
     await database.close();
   });
+}
+
+/** A port crewd cannot take, said with what to do; `keyShown`: this start printed the admin key, which is kept. */
+function listenError(error: unknown, port: number, keyShown: boolean): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const kept = keyShown ? ' The admin key printed above is kept: use it once crewd runs.' : '';
+  if (code === 'EADDRINUSE') {
+    return new StartError(
+      `crewd cannot listen on port ${port}: another program uses it (another crewd?). Stop that program, or start ` +
+        `crewd on a free port with PORT (PORT=8081 npm start).${kept}`,
+    );
+  }
+  if (code === 'EACCES') {
+    return new StartError(
+      `crewd may not listen on port ${port} (EACCES): ports below 1024 need privileges. Choose another with PORT ` +
+        `(PORT=8080 npm start).${kept}`,
+    );
+  }
+  return error;
 }
 
 function stopOnSignals(logger: ReturnType<typeof createLogger>, close: () => Promise<void>): void {
