@@ -290,7 +290,11 @@ export async function composeServices({ config, database, logger, ...options }: 
     lifetimeMs: config.eventStreamTimeoutSeconds * 1000,
     logger,
     observer,
-    limits: { total: config.maxEventStreams, perKey: config.maxEventStreamsPerKey },
+    limits: {
+      total: config.maxEventStreams,
+      perKey: config.maxEventStreamsPerKey,
+      perOrganization: config.maxEventStreamsPerOrganization,
+    },
   });
 
   return {

@@ -84,6 +84,7 @@ const configSchema = z.object({
   INCOMING_WEBHOOK_LIMIT_PER_MINUTE: count(0).default(60),
   MAX_EVENT_STREAMS: count(1).default(4000),
   MAX_EVENT_STREAMS_PER_KEY: count(1).default(1000),
+  MAX_EVENT_STREAMS_PER_ORGANIZATION: count(0).default(0),
   MAX_BULK_UPDATE_BYTES: count(1).default(16 * 1024 * 1024),
   MAX_BULK_DELETE_ROWS: count(1).default(100_000),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -184,6 +185,8 @@ export interface Config {
   /** Event streams open at once on one instance, in all and per API key. */
   maxEventStreams: number;
   maxEventStreamsPerKey: number;
+  /** Streams one organization may hold open on one instance; 0: a share computed from maxEventStreams. */
+  maxEventStreamsPerOrganization: number;
   /** Largest matched rows × update value bytes one bulk row update may write. */
   maxBulkUpdateBytes: number;
   /** The most rows one bulk row delete may remove. */
@@ -291,6 +294,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     incomingWebhookLimitPerMinute: parsed.INCOMING_WEBHOOK_LIMIT_PER_MINUTE,
     maxEventStreams: parsed.MAX_EVENT_STREAMS,
     maxEventStreamsPerKey: parsed.MAX_EVENT_STREAMS_PER_KEY,
+    maxEventStreamsPerOrganization: parsed.MAX_EVENT_STREAMS_PER_ORGANIZATION,
     maxBulkUpdateBytes: parsed.MAX_BULK_UPDATE_BYTES,
     maxBulkDeleteRows: parsed.MAX_BULK_DELETE_ROWS,
     metricsToken: parsed.METRICS_TOKEN,

@@ -4,6 +4,7 @@ import type { Database } from '../db/types.js';
 import { AppError, badRequest } from '../errors.js';
 import type { RunEventFeed } from '../events/types.js';
 import type { RunObserver } from '../run-record/observer.js';
+import { organizationsUpTo } from '../run-record/repository.js';
 import { RunStream, type StreamTimings } from './stream.js';
 import { runStreamSource, type StreamSource } from './stream-source.js';
 
@@ -18,6 +19,20 @@ export interface StreamLimits {
   total: number;
   /** Streams one API key may hold open at once on this instance (MAX_EVENT_STREAMS_PER_KEY). */
   perKey: number;
+  /** Streams one organization may hold (MAX_EVENT_STREAMS_PER_ORGANIZATION); 0: a share computed from `total`. */
+  perOrganization: number;
+}
+
+/** How long the answer to "has the installation several organizations?" is taken as current while it is "no". */
+const ORGANIZATIONS_RECHECK_MS = 1000;
+
+/**
+ * An organization's share of the streams: the setting, else every stream while the installation has one
+ * organization, and three quarters of them (at least 1) once it has several, as with run slots (CONTRACTS §12).
+ */
+export function streamShare(total: number, setting: number, several: boolean): number {
+  if (setting > 0) return setting;
+  return several ? Math.max(1, total - Math.ceil(total / 4)) : total;
 }
 
 const tooManyStreams = (message: string) => new AppError(429, 'rate_limited', message);
@@ -35,10 +50,33 @@ export function createRunStreams(options: {
 }) {
   const open = new Set<RunStream>();
   const openByKey = new Map<string, number>();
+  const openByOrganization = new Map<string, number>();
   const { limits } = options;
+  /** Organizations are never fewer again once there are several; until then, asked at most once a second. */
+  const organizations = { several: false, checkedAt: 0 };
 
-  /** Refuses a stream past either cap, so one key's clients cannot take every stream of the instance. */
-  function admit(keyId: string): void {
+  function recheckOrganizations(): void {
+    if (organizations.several || Date.now() - organizations.checkedAt < ORGANIZATIONS_RECHECK_MS) return;
+    organizations.checkedAt = Date.now();
+    organizationsUpTo(options.db, 2).then(
+      (count) => {
+        if (count > 1) organizations.several = true;
+      },
+      () => {},
+    );
+  }
+  recheckOrganizations();
+
+  /**
+   * Refuses a stream past any cap, so that neither one key's clients nor one organization's keys (an admin makes
+   * any number) take every stream of the instance.
+   */
+  function admit({ orgId, keyId }: { orgId: string; keyId: string }): void {
+    // Two organizations streaming here are several, whatever the last count said.
+    if (!organizations.several && [...openByOrganization.keys()].some((other) => other !== orgId)) {
+      organizations.several = true;
+    }
+    recheckOrganizations();
     const held = openByKey.get(keyId) ?? 0;
     if (held >= limits.perKey) {
       throw tooManyStreams(
@@ -50,13 +88,25 @@ export function createRunStreams(options: {
         `This instance already serves ${open.size} event streams, the most MAX_EVENT_STREAMS allows; retry later`,
       );
     }
+    const ofOrganization = openByOrganization.get(orgId) ?? 0;
+    if (ofOrganization >= streamShare(limits.total, limits.perOrganization, organizations.several)) {
+      throw tooManyStreams(
+        `This organization already holds ${ofOrganization} open event streams, its share of MAX_EVENT_STREAMS (MAX_EVENT_STREAMS_PER_ORGANIZATION); close one first`,
+      );
+    }
     openByKey.set(keyId, held + 1);
+    openByOrganization.set(orgId, ofOrganization + 1);
   }
 
-  function release(keyId: string): void {
-    const held = (openByKey.get(keyId) ?? 1) - 1;
-    if (held > 0) openByKey.set(keyId, held);
-    else openByKey.delete(keyId);
+  function release({ orgId, keyId }: { orgId: string; keyId: string }): void {
+    for (const [counts, id] of [
+      [openByKey, keyId],
+      [openByOrganization, orgId],
+    ] as const) {
+      const held = (counts.get(id) ?? 1) - 1;
+      if (held > 0) counts.set(id, held);
+      else counts.delete(id);
+    }
   }
 
   const observer = options.observer ?? {};
@@ -86,7 +136,7 @@ export function createRunStreams(options: {
       if (resumeAfter !== null && resumeAfter > MAX_EVENT_ID) {
         throw badRequest(`Last-Event-ID must be an event id from 0 to ${MAX_EVENT_ID}`);
       }
-      admit(principal.keyId);
+      admit(principal);
       const stream = new RunStream(
         {
           db: options.db,
@@ -106,7 +156,7 @@ export function createRunStreams(options: {
       observer.streamOpened?.();
       void stream.done.then(() => {
         open.delete(stream);
-        release(principal.keyId);
+        release(principal);
         report();
         observer.streamClosed?.();
       });

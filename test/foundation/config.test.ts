@@ -33,6 +33,7 @@ describe('configuration', () => {
       incomingWebhookLimitPerMinute: 60,
       maxEventStreams: 4000,
       maxEventStreamsPerKey: 1000,
+      maxEventStreamsPerOrganization: 0,
       maxBulkUpdateBytes: 16 * 1024 * 1024,
       maxBulkDeleteRows: 100_000,
       metricsToken: undefined,
@@ -89,6 +90,7 @@ describe('configuration', () => {
       INCOMING_WEBHOOK_LIMIT_PER_MINUTE: '0',
       MAX_EVENT_STREAMS: '50',
       MAX_EVENT_STREAMS_PER_KEY: '5',
+      MAX_EVENT_STREAMS_PER_ORGANIZATION: '20',
       MAX_BULK_UPDATE_BYTES: '1048576',
       METRICS_TOKEN: 'a-metrics-scrape-token',
       TRUST_PROXY: 'true',
@@ -124,6 +126,7 @@ describe('configuration', () => {
     expect(config.incomingWebhookLimitPerMinute).toBe(0);
     expect(config.maxEventStreams).toBe(50);
     expect(config.maxEventStreamsPerKey).toBe(5);
+    expect(config.maxEventStreamsPerOrganization).toBe(20);
     expect(config.maxBulkUpdateBytes).toBe(1048576);
     expect(config.metricsToken).toBe('a-metrics-scrape-token');
     expect(config.trustProxy).toBe(true);
