@@ -5,6 +5,7 @@ import type { CliContext } from './context.js';
 import { resolveDeployment } from './deployments.js';
 import { interruptsOf, printInterrupts } from './interrupts.js';
 import { jsonObjectOption } from './json-option.js';
+import { explainNoRunningVersion } from './no-running-version.js';
 import type { Io } from './output.js';
 import { tail } from './runs.js';
 
@@ -30,11 +31,7 @@ async function run(api: Api, io: Io, deployment: string, options: RunOptions): P
   }
   const started = options.thread
     ? await startThreadRun(api, deployment, options.thread, input, options)
-    : await unwrap(
-        api.client.POST('/v1/runs', {
-          body: { deployment_id: await resolveDeployment(api, deployment, false), input, ...environment(options) },
-        }),
-      );
+    : await startRun(api, deployment, input, options);
   if (!options.follow) {
     io.out(JSON.stringify(started));
     return 0;
@@ -45,6 +42,17 @@ async function run(api: Api, io: Io, deployment: string, options: RunOptions): P
   const interrupts = interruptsOf(complete.data.output);
   if (options.thread && interrupts.length > 0) printInterrupts(io, deployment, options.thread, interrupts);
   return exitCode;
+}
+
+async function startRun(api: Api, deployment: string, input: Record<string, unknown>, options: RunOptions) {
+  const deploymentId = await resolveDeployment(api, deployment, false);
+  try {
+    return await unwrap(
+      api.client.POST('/v1/runs', { body: { deployment_id: deploymentId, input, ...environment(options) } }),
+    );
+  } catch (error) {
+    throw await explainNoRunningVersion(api, error, deployment, deploymentId);
+  }
 }
 
 async function startThreadRun(
@@ -72,7 +80,7 @@ async function startThreadRun(
         `${error.message}: wait for it to end, or add --multitask-strategy enqueue|interrupt|rollback`,
       );
     }
-    throw error;
+    throw await explainNoRunningVersion(api, error, deployment, thread.deployment_id);
   }
 }
 
