@@ -256,6 +256,7 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
         },
         body.if_not_exists,
       );
+      if (thread && !stateUpdate) await threadsRepo.markRunAssistant(db, orgId, thread, resolved);
       // The run as it was created, without reading it back.
       const at = new Date().toISOString();
       return toLangGraphRun({

@@ -111,6 +111,27 @@ export function mergeMetadata(db: Db, orgId: string, id: string, metadata: Recor
     .executeTakeFirst();
 }
 
+/**
+ * Marks the thread with the graph and assistant of a run started on it, as the official server does
+ * (`metadata.graph_id` is the deployment's name): apps list a graph's threads by searching for them
+ * (`threads.search(metadata={"graph_id": …})`). Writes nothing when the thread already says so.
+ */
+export async function markRunAssistant(
+  db: Db,
+  orgId: string,
+  id: string,
+  run: { deploymentId: string; assistantId: string },
+): Promise<void> {
+  const marks = sql`jsonb_build_object('graph_id', (select name from deployments where id = ${run.deploymentId}), 'assistant_id', ${run.assistantId}::text)`;
+  await db
+    .updateTable('threads')
+    .set({ metadata: sql`metadata || ${marks}` })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .where(sql<boolean>`not (metadata @> ${marks})`)
+    .execute();
+}
+
 const checkpointColumns = ['id', 'thread_id', 'run_id', 'values', 'created_at'] as const;
 
 /** The thread's checkpoints, newest first, with whether each holds the runner's own (LangGraph) checkpoint. */

@@ -17,7 +17,7 @@ describe.runIf(testPython() !== null)('LangGraph API answers as the official ser
   }, 60_000);
   afterAll(async () => ctx?.close());
 
-  it('pages searches, queues runs by default, names paused runs, deletes busy threads, follows stateless runs', {
+  it('answers as langgraph dev does where SDK code relies on it (sdk/conformance.py), and the JS SDK pages too', {
     timeout: 240_000,
   }, async () => {
     // test/langgraph-api/sdk/conformance.py passes against `langgraph dev` (OFFICIAL=1) too.

@@ -1,8 +1,9 @@
 """What code written against the official server expects where crewd answered otherwise, through the real
 langgraph-sdk on the token graph (runners/python/tests/projects/token_graph.py, deployed as `chat`): search pages
 and their `next`, the default multitask strategy, the status of a run paused at `interrupt()`, `wait` after a
-breakpoint, deleting a busy thread, and following a stateless run. Passes against `langgraph dev` too
-(OFFICIAL=1); where CONTRACTS §14 fixes crewd's answer otherwise, the check says so.
+breakpoint, deleting a busy thread, following a stateless run, and finding a graph's threads by their metadata.
+Passes against `langgraph dev` too (OFFICIAL=1); where CONTRACTS §14 fixes crewd's answer otherwise, the check
+says so.
 """
 
 import asyncio
@@ -112,6 +113,26 @@ def busy_thread_deleted(client) -> None:
             raise AssertionError("the deleted thread or its run is still there")
 
 
+def threads_found_by_graph(client) -> None:
+    """A run marks its thread with its graph and assistant: apps list a graph's threads by them."""
+    thread = client.threads.create(metadata={"tag": TAG, "mine": 1})["thread_id"]
+    client.runs.wait(thread, "chat", input=question(1))
+    [run] = client.runs.list(thread)
+    metadata = client.threads.get(thread)["metadata"]
+    assert metadata == {
+        "tag": TAG,
+        "mine": 1,
+        "graph_id": "chat",
+        "assistant_id": run["assistant_id"],
+    }, metadata
+    for marks in ({"graph_id": "chat"}, {"assistant_id": run["assistant_id"]}):
+        found = client.threads.search(metadata={**marks, "tag": TAG}, limit=100)
+        assert [t["thread_id"] for t in found] == [thread], (marks, found)
+    created = str(uuid.uuid4())
+    client.runs.wait(created, "chat", input=question(1), if_not_exists="create")
+    assert client.threads.get(created)["metadata"]["graph_id"] == "chat"
+
+
 def stateless_run_followed(client) -> None:
     """A stateless run answers a thread id under which the SDK follows it (`runs.get`, `runs.join`)."""
     run = client.runs.create(None, "chat", input=question(5, pause=0.1))
@@ -142,6 +163,7 @@ def main() -> None:
     paused_runs(sync_client)
     busy_thread_deleted(sync_client)
     stateless_run_followed(sync_client)
+    threads_found_by_graph(sync_client)
     asyncio.run(async_search_pages(async_client))
     done({"tag": TAG})
 
