@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { type ForkServerAddress, movedPaths } from '../execution/fork-server-launcher.js';
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
+import { ServerStart } from '../execution/server-start.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from '../sandbox/home.js';
 import { secretMasker } from './secret-mask.js';
 
@@ -26,7 +27,7 @@ export interface EnvironmentRun {
 
 interface VersionServer {
   key: string;
-  address: ForkServerAddress;
+  address: ForkServerAddress & { start: ServerStart };
   /** Its built files in the portal (hard links), and its socket's folder. */
   files: string;
   sockets: string;
@@ -118,7 +119,8 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
       .finally(() => {
         server.ended = true;
         if (servers.get(key) === server) servers.delete(key);
-        for (const versionId of server.versions.keys()) {
+        for (const [versionId, version] of server.versions) {
+          version.address.start.gone();
           if (served.get(versionId) === server) served.delete(versionId);
         }
         rmSync(folder, { recursive: true, force: true });
@@ -163,7 +165,7 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
     entry: string[],
   ): Promise<void> {
     while (!existsSync(server.address.path)) {
-      if (server.ended || stopping || server.versions.get(versionId) !== version) return;
+      if (server.ended || stopping || server.versions.get(versionId) !== version) return version.address.start.gone();
       await new Promise((resolve) => setTimeout(resolve, LISTEN_POLL_MS));
     }
     const answer = await new Promise<string>((resolve) => {
@@ -185,8 +187,10 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
     });
     if (answer === '{"listening": true}\n') {
       version.listening = true;
+      version.address.start.listening();
       return;
     }
+    version.address.start.gone();
     if (server.versions.get(versionId) === version) {
       failedAt.set(versionId, Date.now());
       retire(server, versionId);
@@ -202,6 +206,7 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
   function retire(server: EnvironmentServer, versionId: string, deleted = false): void {
     const version = server.versions.get(versionId);
     if (!version) return;
+    version.address.start.gone();
     server.versions.delete(versionId);
     if (served.get(versionId) === server) served.delete(versionId);
     rmSync(version.address.path, { force: true });
@@ -240,7 +245,10 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
         mkdirSync(sockets, { mode: 0o700 });
         const files = path.join(server.portal, String(number));
         linkTree(place.cwd, files);
-        const address = { path: path.join(sockets, 's'), secret: randomBytes(32).toString('hex') };
+        const address = {
+          ...{ path: path.join(sockets, 's'), secret: randomBytes(32).toString('hex') },
+          start: new ServerStart(),
+        };
         version = { key: versionKey, address, files, sockets, listening: false };
         server.versions.set(versionId, version);
         served.set(versionId, server);

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { ForkServerAddress } from '../execution/fork-server-launcher.js';
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
 import { LineSplitter } from '../execution/line-splitter.js';
+import { ServerStart } from '../execution/server-start.js';
 import { type VersionServerSetting, versionServerCommand } from '../execution/worker-command.js';
 import { createEnvironmentServers, type EnvironmentPlace } from './environment-servers.js';
 import { type SecretMask, secretMasker } from './secret-mask.js';
@@ -47,7 +48,7 @@ interface ForkServer {
   /** What the server was started with: a version whose variables changed needs a new one. */
   key: string;
   folder: string;
-  address: ForkServerAddress;
+  address: ForkServerAddress & { start: ServerStart };
   /** Its process once launched: its group is ended to stop it. */
   process: LaunchedProcess | null;
   exited: Promise<void>;
@@ -56,6 +57,8 @@ interface ForkServer {
 /** After a server failed before it listened, its version runs without one this long, not a failing server per run. */
 const RETRY_AFTER_FAILURE_MS = 30_000;
 const MAX_LOG_LINE_BYTES = 16 * 1024;
+/** How often a starting server's socket is looked for: its runs wait for it (execution/server-start.ts). */
+const LISTEN_POLL_MS = 50;
 /** A Unix socket's path holds at most 107 bytes and a NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;
 /** What a server's folder and socket add to the root's path: `/e<n>/s/<m>/s` at most, with room for the counts. */
@@ -131,13 +134,29 @@ export function createForkServers(options: ForkServersOptions) {
     const stdin = `${server.address.secret}\n`;
     const launched = await launcher.launch({ command, cwd: place.cwd, env: place.env, stdin, confinement });
     if ('error' in launched) {
+      server.address.start.gone();
       failedAt.set(versionId, Date.now());
       logger.warn({ versionId, reason: launched.error }, 'the fork server of a Python version could not start');
       return;
     }
     server.process = launched;
     if (stopping || servers.get(versionId) !== server) void launched.endGroup(options.killGraceMs);
+    void noteListening(server, launched);
     await followOutput(versionId, server, launched, secretMasker(place.secrets));
+  }
+
+  /** Tells the server's runs once its socket is there (it binds once it imported the crew), or that it ended first. */
+  async function noteListening(server: ForkServer, launched: LaunchedProcess): Promise<void> {
+    let exited = false;
+    void launched.exit.finally(() => {
+      exited = true;
+    });
+    const { start } = server.address;
+    while (start.starting && !exited) {
+      if (existsSync(server.address.path)) return start.listening();
+      await new Promise((resolve) => setTimeout(resolve, LISTEN_POLL_MS));
+    }
+    start.gone();
   }
 
   async function followOutput(versionId: string, server: ForkServer, launched: LaunchedProcess, mask: SecretMask) {
@@ -155,12 +174,13 @@ export function createForkServers(options: ForkServersOptions) {
     const folder = path.join(within, String(++count));
     mkdirSync(folder, { mode: 0o700 });
     const socket = path.join(folder, 's');
-    const address = { path: socket, secret: randomBytes(32).toString('hex') };
+    const address = { path: socket, secret: randomBytes(32).toString('hex'), start: new ServerStart() };
     const server: ForkServer = { key, folder, address, process: null, exited: Promise.resolve() };
     const command = versionServerCommand(entry, socket, options.idleSeconds, options.isolation);
     server.exited = serve(versionId, server, command, place)
       .catch((error: unknown) => logger.error({ err: error, versionId }, 'the fork server failed'))
       .finally(() => {
+        server.address.start.gone();
         live.delete(server);
         if (servers.get(versionId) === server) servers.delete(versionId);
         rmSync(folder, { recursive: true, force: true });
@@ -174,6 +194,7 @@ export function createForkServers(options: ForkServersOptions) {
   /** Its socket goes, so no run reaches it any more; it ends once its last run ended. */
   function retire(versionId: string, server: ForkServer): void {
     servers.delete(versionId);
+    server.address.start.gone();
     // One still importing has no run yet: it goes now (one still launching goes once launched).
     if (server.process && !existsSync(server.address.path)) void server.process.endGroup(options.killGraceMs);
     rmSync(server.address.path, { force: true });

@@ -2,6 +2,8 @@ import net from 'node:net';
 import { constants } from 'node:os';
 import { PassThrough } from 'node:stream';
 import type { ExitStatus, LaunchedProcess, LaunchRequest, ProcessLauncher } from './launcher.js';
+import type { ColdTurn, ServerStart } from './server-start.js';
+import { waitingProcess } from './waiting-process.js';
 
 /** Where a version's fork server listens, and the secret that proves a connection is crewd's. */
 export interface ForkServerAddress {
@@ -13,6 +15,8 @@ export interface ForkServerAddress {
    * them in its portal, src/builds/environment-servers.ts): the run's folder and PYTHONPATH are moved there.
    */
   moved?: { from: string; to: string };
+  /** The server's start, while its runs may find it not listening yet (server-start.ts). */
+  start?: ServerStart;
 }
 
 /** `value`'s `:`-separated paths inside `from`, moved to `to`. */
@@ -143,13 +147,47 @@ export function launchInForkServer(server: ForkServerAddress, request: LaunchReq
   });
 }
 
-/** Runs go to the fork server listening at `server`; where none listens, `cold` starts them as ever. */
+/** Starts a run without the server, holding `turn` until its process is gone. */
+async function launchCold(cold: ProcessLauncher, request: LaunchRequest, turn: ColdTurn | null) {
+  const launched = await cold.launch(request).catch((error: unknown) => {
+    turn?.giveBack();
+    throw error;
+  });
+  if ('error' in launched) turn?.giveBack();
+  else if (turn) void launched.exit.finally(() => turn.giveBack());
+  return launched;
+}
+
+/** The run's process once its server listens, or its turn to run without it comes (null: abandoned). */
+async function afterServerStart(
+  server: ForkServerAddress,
+  start: ServerStart,
+  cold: ProcessLauncher,
+  request: LaunchRequest,
+  signal: AbortSignal,
+): Promise<LaunchedProcess | { error: string } | null> {
+  const next = await start.next(signal);
+  if (next.kind === 'abandoned') return null;
+  if (next.kind === 'cold') return launchCold(cold, request, next.turn);
+  return (await launchInForkServer(server, request)) ?? launchCold(cold, request, null);
+}
+
+/**
+ * Runs go to the fork server listening at `server`; where none listens, `cold` starts them as ever.
+ * While the server starts, one run at a time goes cold and the others wait for it (server-start.ts).
+ */
 export function forkServerFirst(server: ForkServerAddress, cold: ProcessLauncher): ProcessLauncher {
   return {
     start: () => cold.start(),
     stop: () => cold.stop(),
     async launch(request) {
-      return (await launchInForkServer(server, request)) ?? cold.launch(request);
+      const launched = await launchInForkServer(server, request);
+      if (launched) return launched;
+      const start = server.start;
+      if (!start?.starting) return cold.launch(request);
+      const turn = start.takeColdTurn();
+      if (turn) return launchCold(cold, request, turn);
+      return waitingProcess((signal) => afterServerStart(server, start, cold, request, signal));
     },
   };
 }

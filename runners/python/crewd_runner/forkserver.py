@@ -101,17 +101,23 @@ def listen(path: str) -> socket.socket:
 
 def listen_with_id(path: str) -> tuple[socket.socket, FileId | None]:
     """The listener, and its socket file's identity taken before it accepts anyone: crewd retires a server by
-    removing that file, which it may do as soon as a connection proves the server listens."""
-    if os.path.exists(path):
-        os.unlink(path)
+    removing that file, which it may do as soon as a connection proves the server listens. The file appears at `path`
+    only once the socket listens (bound under a name of the same length, then renamed), so crewd may take a file
+    there for a server ready to take runs."""
+    folder, name = os.path.split(path)
+    bound_at = os.path.join(folder, "~" * len(name) if name != "~" * len(name) else "+" * len(name))
+    for stale in (path, bound_at):
+        if os.path.exists(stale):
+            os.unlink(stale)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o077)
     try:
-        listener.bind(path)
+        listener.bind(bound_at)
     finally:
         os.umask(old_umask)
-    socket_id = file_id(path)
+    socket_id = file_id(bound_at)  # the same file once renamed
     listener.listen(64)
+    os.rename(bound_at, path)
     return listener, socket_id
 
 
