@@ -106,8 +106,14 @@ export function findOrphanedBuilds(db: Db, instanceId: string) {
   const ownName = sql<string>`(select own.name from instances as own where own.id = ${instanceId})`;
   return db
     .selectFrom('deployment_versions as v')
+    .innerJoin('deployments as d', 'd.id', 'v.deployment_id')
     .leftJoin('instances as i', 'i.id', 'v.build_instance_id')
-    .select(['v.id', 'v.build_instance_id', sql<boolean>`(i.id is not null and i.stopped_at is null)`.as('crashed')])
+    .select([
+      'v.id',
+      'd.org_id',
+      'v.build_instance_id',
+      sql<boolean>`(i.id is not null and i.stopped_at is null)`.as('crashed'),
+    ])
     .where('v.status', '=', 'building')
     .where(({ or, eb }) =>
       or([

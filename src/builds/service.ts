@@ -18,7 +18,7 @@ import { RunEventLog } from '../execution/event-log.js';
 import type { ProcessLauncher } from '../execution/launcher.js';
 import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
 import { newId } from '../ids.js';
-import { insertEvents } from '../run-record/repository.js';
+import { insertEvents, organizationsUpTo } from '../run-record/repository.js';
 import {
   type BuiltVersion,
   buildVersionFiles,
@@ -76,7 +76,9 @@ export interface BuildServiceOptions {
 export function createBuildService(options: BuildServiceOptions) {
   const { db, logger, config, variables } = options;
   const active = new Map<string, ActiveBuild>();
-  const queue: Array<{ versionId: string; previousInstance: string | null }> = [];
+  const queue: Array<{ versionId: string; orgId: string; previousInstance: string | null }> = [];
+  /** Builds going on here, by organization: each holds at most its share of the slots. */
+  const buildsByOrganization = new Map<string, number>();
   const localBuilds = new Map<string, Promise<BuiltVersion>>();
   /** Versions whose built files were read here (builtHere). */
   const builtVersions = new Map<string, BuiltVersion>();
@@ -107,27 +109,43 @@ export function createBuildService(options: BuildServiceOptions) {
     look: claimQueued,
   });
 
-  /** Claims queued builds while fewer than MAX_CONCURRENT_BUILDS go on; one the claim fails for stays queued. */
+  /**
+   * Claims queued builds, oldest first, while fewer than MAX_CONCURRENT_BUILDS go on, passing over those of an
+   * organization that holds its share (buildShare); a build whose claim fails is dropped (another instance has it).
+   */
   async function claimQueued(): Promise<Look> {
     let claimed = 0;
-    for (let next = queue[0]; next; next = queue[0]) {
+    const share = buildShare(config.maxConcurrentBuilds, (await organizationsUpTo(db, 2)) > 1);
+    for (let index = 0; index < queue.length; ) {
       if (jobs.room <= 0) return { kind: 'full' };
-      const { versionId, previousInstance } = next;
+      const { versionId, orgId, previousInstance } = queue[index] as (typeof queue)[number];
+      if ((buildsByOrganization.get(orgId) ?? 0) >= share) {
+        index++;
+        continue;
+      }
+      queue.splice(index, 1);
       const won = await repo.claimBuild(db, versionId, options.instanceId, previousInstance);
-      queue.shift();
       if (!won) continue; // taken by another instance, or no longer building
       claimed++;
-      jobs.add(
-        build(versionId).catch((error: unknown) => {
+      buildsByOrganization.set(orgId, (buildsByOrganization.get(orgId) ?? 0) + 1);
+      const ended = build(versionId)
+        .catch((error: unknown) => {
           logger.error({ err: error, versionId }, 'build failed unexpectedly');
-        }),
-      );
+        })
+        .finally(() => {
+          const left = (buildsByOrganization.get(orgId) ?? 1) - 1;
+          if (left > 0) buildsByOrganization.set(orgId, left);
+          else buildsByOrganization.delete(orgId);
+          // A build passed over for its organization's share may go now, though a slot was free all along.
+          loop.wake();
+        });
+      jobs.add(ended);
     }
     return { kind: 'done', claimed, dueAt: null };
   }
 
-  function enqueue(versionId: string, previousInstance: string | null = null): void {
-    queue.push({ versionId, previousInstance });
+  function enqueue(versionId: string, orgId: string, previousInstance: string | null = null): void {
+    queue.push({ versionId, orgId, previousInstance });
     loop.wake();
   }
 
@@ -255,7 +273,7 @@ export function createBuildService(options: BuildServiceOptions) {
           },
         });
       });
-      enqueue(row.id);
+      enqueue(row.id, orgId);
       return toVersion(row);
     },
 
@@ -323,7 +341,7 @@ export function createBuildService(options: BuildServiceOptions) {
       for (const orphan of await repo.findOrphanedBuilds(db, options.instanceId)) {
         if (orphan.crashed && orphan.build_instance_id) {
           if (await failCrashedBuild(orphan.id, orphan.build_instance_id)) failed++;
-        } else enqueue(orphan.id, orphan.build_instance_id);
+        } else enqueue(orphan.id, orphan.org_id, orphan.build_instance_id);
       }
       if (failed > 0) await removeUnusedEnvironments(dirs, logger);
     },
@@ -340,6 +358,15 @@ export function createBuildService(options: BuildServiceOptions) {
 }
 
 export type BuildService = ReturnType<typeof createBuildService>;
+
+/**
+ * An organization's share of the build slots: every one while the installation has one organization, three quarters
+ * of them (at least 1) once it has several, as with run slots (CONTRACTS §12), so that one organization's builds, as
+ * long as BUILD_TIMEOUT_SECONDS each, cannot keep another's waiting.
+ */
+export function buildShare(slots: number, several: boolean): number {
+  return several ? Math.max(1, slots - Math.ceil(slots / 4)) : slots;
+}
 
 /**
  * What a version's environment server is started with (fork-servers.ts): the version's own env (its crewd.json)
