@@ -4155,6 +4155,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     multitask_strategy?: ("reject" | "enqueue" | "interrupt" | "rollback") | null;
+                    /** @description cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first */
                     schedule: string;
                     timezone?: string | null;
                 };
@@ -5760,6 +5761,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     multitask_strategy?: ("reject" | "enqueue" | "interrupt" | "rollback") | null;
+                    /** @description cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first */
                     schedule: string;
                     timezone?: string | null;
                 };

@@ -27,7 +27,7 @@ export const cronSchema = z
   })
   .meta({ id: 'Cron' });
 
-const schedule = z
+export const scheduleField = z
   .string()
   .trim()
   .max(200, 'must be at most 200 characters')
@@ -37,7 +37,7 @@ const schedule = z
   })
   .describe('cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first');
 
-const timezone = z
+export const timezoneField = z
   .string()
   .max(100, 'must be at most 100 characters')
   .refine(isTimeZone, 'must be an IANA time zone such as "UTC" or "Europe/Paris"')
@@ -51,8 +51,8 @@ const multitaskStrategy = multitaskStrategySchema.describe(
 
 export const createCronBody = z.strictObject({
   deployment_id: z.string().min(1, 'must not be empty'),
-  schedule,
-  timezone: timezone.default('UTC'),
+  schedule: scheduleField,
+  timezone: timezoneField.default('UTC'),
   input: jsonObject.default({}).describe('the input of every run'),
   environment: environmentSchema.default('production'),
   thread_id: threadId.optional(),
@@ -67,8 +67,8 @@ export const updateCronBody = z.strictObject({
     .optional()
     .transform(() => undefined)
     .describe('not accepted: a cron stays with its deployment'),
-  schedule: schedule.optional(),
-  timezone: timezone.optional(),
+  schedule: scheduleField.optional(),
+  timezone: timezoneField.optional(),
   input: jsonObject.optional(),
   environment: environmentSchema.optional(),
   thread_id: threadId.nullable().optional().describe('null: runs outside any thread'),

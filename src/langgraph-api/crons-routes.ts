@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
+import { scheduleField, timezoneField } from '../crons/schemas.js';
 import type { CronService } from '../crons/service.js';
 import { notFound } from '../errors.js';
 import { bindThreadDeployment } from '../threads/repository.js';
@@ -34,11 +35,8 @@ const cronSchema = z
 
 const createBody = z.object({
   assistant_id: z.string().min(1),
-  schedule: z.string().min(1),
-  timezone: z
-    .string()
-    .nullish()
-    .transform((v) => v ?? 'UTC'),
+  schedule: scheduleField,
+  timezone: timezoneField.nullish().transform((v) => v ?? 'UTC'),
   input: optionalObject,
   config: optionalObject,
   metadata: optionalObject,
@@ -193,8 +191,8 @@ export const cronRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { db
         summary: "Change a cron's schedule, time zone, input or enabling",
         params: z.object({ cron_id: z.string() }),
         body: z.object({
-          schedule: z.string().min(1).nullish(),
-          timezone: z.string().nullish(),
+          schedule: scheduleField.nullish(),
+          timezone: timezoneField.nullish(),
           input: optionalObject,
           enabled: z.boolean().nullish(),
         }),

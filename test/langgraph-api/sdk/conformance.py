@@ -1,9 +1,9 @@
 """What code written against the official server expects where crewd answered otherwise, through the real
 langgraph-sdk on the token graph (runners/python/tests/projects/token_graph.py, deployed as `chat`): search pages
 and their `next`, the default multitask strategy, the status of a run paused at `interrupt()`, `wait` after a
-breakpoint, deleting a busy thread, following a stateless run, and finding a graph's threads by their metadata.
-Passes against `langgraph dev` too (OFFICIAL=1); where CONTRACTS §14 fixes crewd's answer otherwise, the check
-says so.
+breakpoint, deleting a busy thread, following a stateless run, finding a graph's threads by their metadata, and
+refusing a cron of a bad schedule. Passes against `langgraph dev` too (OFFICIAL=1); where CONTRACTS §14 fixes
+crewd's answer otherwise, the check says so.
 """
 
 import asyncio
@@ -133,6 +133,21 @@ def threads_found_by_graph(client) -> None:
     assert client.threads.get(created)["metadata"]["graph_id"] == "chat"
 
 
+def bad_crons_refused(client) -> None:
+    """A cron whose schedule or time zone is not one is the client's mistake: 422 naming it."""
+    for asked, named in (
+        ({"schedule": "nope"}, "schedule"),
+        ({"schedule": "0 0 * * *", "timezone": "Mars/Base"}, "timezone"),
+    ):
+        try:
+            client.crons.create("chat", **asked)
+        except httpx.HTTPStatusError as error:
+            assert status_of(error) == 422, error.response.text
+            assert named in error.response.json()["detail"].lower(), error.response.text
+        else:
+            raise AssertionError(f"a cron of {asked} was made")
+
+
 def stateless_run_followed(client) -> None:
     """A stateless run answers a thread id under which the SDK follows it (`runs.get`, `runs.join`)."""
     run = client.runs.create(None, "chat", input=question(5, pause=0.1))
@@ -164,6 +179,7 @@ def main() -> None:
     busy_thread_deleted(sync_client)
     stateless_run_followed(sync_client)
     threads_found_by_graph(sync_client)
+    bad_crons_refused(sync_client)
     asyncio.run(async_search_pages(async_client))
     done({"tag": TAG})
 
