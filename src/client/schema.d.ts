@@ -56,8 +56,8 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Delete an assistant made through the API
-         * @description Delete an assistant made through the API. A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
+         * Delete an assistant made through the API (with delete_threads, the threads it ran in)
+         * @description Delete an assistant made through the API (with delete_threads, the threads it ran in). A route of the LangGraph Agent Server API, as its official clients call it (docs/langgraph.md).
          */
         delete: operations["langgraphDeleteAssistant"];
         options?: never;
@@ -3235,7 +3235,9 @@ export interface operations {
     };
     langgraphDeleteAssistant: {
         parameters: {
-            query?: never;
+            query?: {
+                delete_threads?: "0" | "1" | "true" | "false";
+            };
             header?: never;
             path: {
                 assistant_id: string;

@@ -4,6 +4,7 @@ import { principalOf } from '../auth/plugin.js';
 import { createAssistantService } from './assistants.js';
 import type { LangGraphDeps } from './deps.js';
 import { answerPage, pageAndOne } from './pagination.js';
+import { flag } from './runs-schemas.js';
 import {
   assistantParams,
   assistantSchema,
@@ -18,6 +19,7 @@ import {
   patchAssistantBody,
   searchAssistantsBody,
 } from './schemas.js';
+import { createLangGraphThreads } from './threads.js';
 
 const tags = ['langgraph'];
 const nullableSchema = jsonObject.nullable();
@@ -26,8 +28,9 @@ const nullableSchema = jsonObject.nullable();
 const ANY_OBJECT = { type: 'object', additionalProperties: true };
 
 /** Assistants (CONTRACTS §14): defaults per deployment and those made through the API. */
-export const assistantRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { db }) => {
+export const assistantRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { db, services }) => {
   const assistants = createAssistantService(db);
+  const threads = createLangGraphThreads(db, services.threads);
   const org = (request: Parameters<typeof principalOf>[0]) => principalOf(request).orgId;
 
   app.post(
@@ -119,13 +122,21 @@ export const assistantRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app,
       schema: {
         tags,
         operationId: 'langgraphDeleteAssistant',
-        summary: 'Delete an assistant made through the API',
+        summary: 'Delete an assistant made through the API (with delete_threads, the threads it ran in)',
         params: assistantParams,
+        querystring: z.object({ delete_threads: flag }),
         response: { 204: z.null(), ...errors },
       },
     },
     async (request, reply) => {
-      await assistants.remove(org(request), request.params.assistant_id);
+      const orgId = org(request);
+      const assistantId = await assistants.remove(orgId, request.params.assistant_id);
+      if (request.query.delete_threads) {
+        // The official server's: the threads whose metadata names the assistant (a run marks them).
+        await threads.removeMatching(orgId, { assistant_id: assistantId }, (runId) =>
+          services.runs.cancel(orgId, runId),
+        );
+      }
       return reply.status(204).send(null);
     },
   );

@@ -202,9 +202,11 @@ export function createAssistantService(db: Kysely<Database>) {
       return toAssistant(row, deployment.name);
     },
 
-    async remove(orgId: string, id: string) {
+    /** Deletes an assistant made through the API; answers its UUID. */
+    async remove(orgId: string, id: string): Promise<string> {
       const resolved = await storedOf(orgId, id);
       if (!(await repo.deleteAssistant(db, orgId, resolved.assistantId))) throw assistantNotFound(id);
+      return resolved.assistantId;
     },
 
     async search(orgId: string, filter: SearchFilter, page: { limit: number; offset: number }) {

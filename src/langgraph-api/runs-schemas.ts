@@ -74,7 +74,8 @@ export const listRunsQuery = z.object({
   select: z.unknown().optional().describe('ignored: runs are answered whole'),
 });
 
-const flag = z
+/** A query's yes/no, as the SDKs send it. */
+export const flag = z
   .enum(['0', '1', 'true', 'false'])
   .optional()
   .transform((value) => value === '1' || value === 'true');

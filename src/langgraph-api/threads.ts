@@ -114,6 +114,27 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
     return newest ?? null;
   }
 
+  /**
+   * Deletes the thread as the official server does, a busy one too: crewd's own delete refuses a
+   * thread whose run is running, so that run is canceled first (`cancel`), and the one a queue
+   * started meanwhile, each in turn. Its pending runs are canceled by the delete itself.
+   */
+  async function remove(orgId: string, id: string, cancel: (runId: string) => Promise<unknown>) {
+    await get(orgId, id);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await threads.remove(orgId, id);
+      } catch (error) {
+        const running = await repo.activeRunId(db, orgId, id);
+        if (!isConflict(error) || !running || attempt === MAX_DELETE_ATTEMPTS) throw error;
+        // A run that ended since is no longer in the way: its cancel's 400 is nothing to answer.
+        await cancel(running).catch((failure: unknown) => {
+          if (!(failure instanceof AppError && failure.statusCode === 400)) throw failure;
+        });
+      }
+    }
+  }
+
   return {
     async create(
       orgId: string,
@@ -157,24 +178,24 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
       return toThread(row);
     },
 
-    /**
-     * Deletes the thread as the official server does, a busy one too: crewd's own delete refuses a
-     * thread whose run is running, so that run is canceled first (`cancel`), and the one a queue
-     * started meanwhile, each in turn. Its pending runs are canceled by the delete itself.
-     */
-    async remove(orgId: string, id: string, cancel: (runId: string) => Promise<unknown>) {
-      await get(orgId, id);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await threads.remove(orgId, id);
-        } catch (error) {
-          const running = await repo.activeRunId(db, orgId, id);
-          if (!isConflict(error) || !running || attempt === MAX_DELETE_ATTEMPTS) throw error;
-          // A run that ended since is no longer in the way: its cancel's 400 is nothing to answer.
-          await cancel(running).catch((failure: unknown) => {
-            if (!(failure instanceof AppError && failure.statusCode === 400)) throw failure;
+    remove,
+
+    /** Deletes every thread whose metadata holds `metadata`, busy ones too (as `remove`). */
+    async removeMatching(
+      orgId: string,
+      metadata: Record<string, unknown>,
+      cancel: (runId: string) => Promise<unknown>,
+    ) {
+      const order = { by: 'created_at', direction: 'asc' } as const;
+      for (;;) {
+        const rows = await repo.searchThreads(db, orgId, { metadata }, order, { limit: 100, offset: 0 });
+        for (const row of rows) {
+          await remove(orgId, row.id, cancel).catch((error: unknown) => {
+            // Deleted meanwhile by someone else: one fewer to delete.
+            if (!(error instanceof AppError && error.statusCode === 404)) throw error;
           });
         }
+        if (rows.length < 100) return;
       }
     },
 

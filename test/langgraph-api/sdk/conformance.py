@@ -1,9 +1,9 @@
 """What code written against the official server expects where crewd answered otherwise, through the real
 langgraph-sdk on the token graph (runners/python/tests/projects/token_graph.py, deployed as `chat`): search pages
 and their `next`, the default multitask strategy, the status of a run paused at `interrupt()`, `wait` after a
-breakpoint, deleting a busy thread, following a stateless run, finding a graph's threads by their metadata, and
-refusing a cron of a bad schedule. Passes against `langgraph dev` too (OFFICIAL=1); where CONTRACTS §14 fixes
-crewd's answer otherwise, the check says so.
+breakpoint, deleting a busy thread, following a stateless run, finding a graph's threads by their metadata,
+refusing a cron of a bad schedule, and deleting an assistant with its threads. Passes against `langgraph dev` too
+(OFFICIAL=1); where CONTRACTS §14 fixes crewd's answer otherwise, the check says so.
 """
 
 import asyncio
@@ -133,6 +133,22 @@ def threads_found_by_graph(client) -> None:
     assert client.threads.get(created)["metadata"]["graph_id"] == "chat"
 
 
+def assistant_deleted_with_threads(client) -> None:
+    """`delete_threads` deletes the threads the assistant ran in, and only those."""
+    assistant = client.assistants.create("chat", name="short-lived")["assistant_id"]
+    gone, kept = (client.threads.create()["thread_id"] for _ in range(2))
+    client.runs.wait(gone, assistant, input=question(1))
+    client.runs.wait(kept, "chat", input=question(1))
+    client.assistants.delete(assistant, delete_threads=True)
+    try:
+        client.threads.get(gone)
+    except httpx.HTTPStatusError as error:
+        assert status_of(error) == 404, error.response.text
+    else:
+        raise AssertionError("the assistant's thread is still there")
+    assert client.threads.get(kept)["thread_id"] == kept
+
+
 def bad_crons_refused(client) -> None:
     """A cron whose schedule or time zone is not one is the client's mistake: 422 naming it."""
     for asked, named in (
@@ -180,6 +196,7 @@ def main() -> None:
     stateless_run_followed(sync_client)
     threads_found_by_graph(sync_client)
     bad_crons_refused(sync_client)
+    assistant_deleted_with_threads(sync_client)
     asyncio.run(async_search_pages(async_client))
     done({"tag": TAG})
 
