@@ -50,11 +50,28 @@ function questions(interrupts: unknown): string {
     .join(' | ');
 }
 
-/** The `complete` of a run as a line, and the exit code it means (0 succeeded, 1 otherwise). */
-export function runEnd(complete: StreamEvent): { line: string; exitCode: number } {
+/**
+ * The `complete` of a run as a line, and the exit code it means (0 succeeded, 1 otherwise). A run that failed for want
+ * of a setting it names (`OPENAI_API_KEY is required`) is told how crewd gives a crew one: a deployment variable.
+ */
+export function runEnd(complete: StreamEvent, deployment = '<deployment>'): { line: string; exitCode: number } {
   const { status, error } = complete.data as { status?: string; error?: string | null };
   if (status === 'succeeded') return { line: `run succeeded`, exitCode: 0 };
-  return { line: `run ${status}${error ? `: ${error}` : ''}`, exitCode: 1 };
+  const missing = error ? missingSetting(error) : undefined;
+  const hint = missing
+    ? `\n  (give the crew ${missing} as a deployment variable: crewd variables set ${deployment} ${missing}=…; ` +
+      'runs read it from the next one on)'
+    : '';
+  return { line: `run ${status}${error ? `: ${error}` : ''}${hint}`, exitCode: 1 };
+}
+
+const SETTING_NAME = /\b([A-Z][A-Z0-9]*_(?:API_KEY|KEY|TOKEN|SECRET))\b/;
+const MISSING = /required|not set|missing|must be set|environment variable/i;
+
+/** The key or token an error says is missing (as LLM clients say it), if it says so. */
+function missingSetting(error: string): string | undefined {
+  const name = SETTING_NAME.exec(error)?.[1];
+  return name && MISSING.test(error) ? name : undefined;
 }
 
 /** Rows as tab-separated lines (null as `-`), for reading and for `cut`. */

@@ -37,7 +37,8 @@ async function run(api: Api, io: Io, deployment: string, options: RunOptions): P
     return 0;
   }
   io.err(`Run ${started.run_id} ${started.status} (version ${started.version_number}${waiting(started, options)})`);
-  const { exitCode, complete } = await tail(api, io, started.run_id, { json: options.json, toStderr: !options.json });
+  const following = { json: options.json, toStderr: !options.json, deployment };
+  const { exitCode, complete } = await tail(api, io, started.run_id, following);
   if (!options.json) io.out(JSON.stringify(complete.data.output ?? null));
   const interrupts = interruptsOf(complete.data.output);
   if (options.thread && interrupts.length > 0) printInterrupts(io, deployment, options.thread, interrupts);

@@ -8,7 +8,12 @@ import { limitOption } from './json-option.js';
 import { humanLine, type Io, runEnd, writeRows } from './output.js';
 
 /** Follows a run's events to its end: human lines (or JSON lines) on `write`; the exit code of its end. */
-export async function tail(api: Api, io: Io, runId: string, options: { json: boolean; toStderr?: boolean }) {
+export async function tail(
+  api: Api,
+  io: Io,
+  runId: string,
+  options: { json: boolean; toStderr?: boolean; deployment?: string },
+) {
   const write = options.toStderr ? io.err : io.out;
   const complete = await api.follow(
     `/v1/runs/${encodeURIComponent(runId)}/events`,
@@ -16,7 +21,7 @@ export async function tail(api: Api, io: Io, runId: string, options: { json: boo
     { lastEventId: 0 },
   );
   if (options.json) write(JSON.stringify(complete.data));
-  const end = runEnd(complete);
+  const end = runEnd(complete, options.deployment);
   if (!options.json) io.err(end.line);
   return { exitCode: end.exitCode, complete };
 }
