@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { Db } from '../db/types.js';
 import type { CallAnswer } from '../execution/run-calls.js';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json-depth.js';
-import { jsonObject, limitField, offsetField, optionalObject } from './schemas.js';
+import { jsonObject, limitField, offsetField } from './schemas.js';
+import { storeFilterSchema } from './store-filter.js';
 import * as repo from './store-repo.js';
 import { listNamespaces, namespaceSchema, noIndexMessage, toItem } from './store-service.js';
 
@@ -24,7 +25,7 @@ const callSchema = z.discriminatedUnion('op', [
   z.strictObject({
     op: z.literal('search'),
     namespace_prefix: namespaceSchema.nullish().transform((v) => v ?? []),
-    filter: optionalObject,
+    filter: storeFilterSchema,
     limit: limitField(10),
     offset: offsetField,
     query: z.string().nullish(),

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/types.js';
+import { storeFilterCondition } from './store-filter.js';
 
 const columns = ['namespace', 'key', 'value', 'created_at', 'updated_at'] as const;
 
@@ -34,7 +35,7 @@ export async function deleteItem(db: Db, orgId: string, namespace: string, key: 
     .execute();
 }
 
-/** Items under a namespace prefix (joined labels; '' for all) whose value contains `filter`, newest first. */
+/** Items under a namespace prefix (joined labels; '' for all) whose value matches `filter` (store-filter.ts), newest first. */
 export function searchItems(
   db: Db,
   orgId: string,
@@ -48,7 +49,7 @@ export function searchItems(
       eb.or([eb('namespace', '=', prefix), eb(sql`left(namespace, ${prefix.length + 1})`, '=', `${prefix}.`)]),
     );
   }
-  if (filter) query = query.where(sql<boolean>`value @> ${JSON.stringify(filter)}::jsonb`);
+  if (filter) query = query.where(storeFilterCondition(filter));
   return query
     .orderBy('updated_at', 'desc')
     .orderBy('namespace')

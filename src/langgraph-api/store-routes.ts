@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
 import type { LangGraphDeps } from './deps.js';
 import { unprocessable } from './errors.js';
-import { errors, jsonObject, limitField, offsetField, optionalObject } from './schemas.js';
+import { errors, jsonObject, limitField, offsetField } from './schemas.js';
+import { storeFilterSchema } from './store-filter.js';
 import * as repo from './store-repo.js';
 import { listNamespaces, namespaceSchema, noIndexMessage, toItem } from './store-service.js';
 
@@ -96,7 +97,7 @@ export const storeRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, { d
         summary: 'Items under a namespace prefix whose value matches a filter',
         body: z.object({
           namespace_prefix: namespaceSchema.nullish().transform((v) => v ?? []),
-          filter: optionalObject,
+          filter: storeFilterSchema,
           limit: limitField(10),
           offset: offsetField,
           query: z.string().nullish(),

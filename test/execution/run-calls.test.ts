@@ -60,6 +60,23 @@ describe("a run's store calls", () => {
     expect(byId['3']).toEqual({ id: '3', result: [] });
   });
 
+  it("searches with LangGraph's filter operators, and refuses one it does not know", async () => {
+    const { calls, lines } = callsOf('org_calls_a');
+    for (const [key, score] of [
+      ['low', 2],
+      ['high', 8],
+    ] as const) {
+      calls.take({ id: key, op: 'put', namespace: ['scores'], key, value: { score } });
+    }
+    await until(() => lines.length === 2);
+    calls.take({ id: 'over', op: 'search', namespace_prefix: ['scores'], filter: { score: { $gt: 5 } } });
+    calls.take({ id: 'unknown', op: 'search', namespace_prefix: ['scores'], filter: { score: { $in: [2] } } });
+    await until(() => lines.length === 4);
+    const byId = Object.fromEntries(lines.map((line) => [line.answer.id, line.answer]));
+    expect((byId.over?.result as { key: string }[]).map((item) => item.key)).toEqual(['high']);
+    expect(byId.unknown?.error).toMatch(/^store call refused: filter: score: unknown operator \$in/);
+  });
+
   it('answers nothing once the run ended, and takes no more calls', async () => {
     const { calls, lines } = callsOf('org_calls_a');
     calls.take({ id: '1', op: 'put', namespace: ['late'], key: 'first', value: {} });

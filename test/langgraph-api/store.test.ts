@@ -19,6 +19,14 @@ describe.runIf(testPython() !== null)('LangGraph API store through langgraph-sdk
     expect(result.items).toBe(3);
   });
 
+  it("searches with LangGraph's filters: $gt, $gte, $lt, $lte, $eq, $ne, nested objects, whole lists", {
+    timeout: 60_000,
+  }, async () => {
+    // store_filters.py passes against `langgraph dev` (OFFICIAL=1) too.
+    const result = await runSdkScript('store_filters.py', { url: `${ctx.baseUrl}/langgraph`, key: ADMIN_KEY });
+    expect(result.cases).toBe(13);
+  });
+
   it("keeps each organization's items apart", async () => {
     const put = await ctx.call('PUT', '/langgraph/store/items', {
       body: { namespace: ['secrets'], key: 'k', value: { mine: true } },
