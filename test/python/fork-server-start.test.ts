@@ -7,8 +7,8 @@ explainWithoutPython("runs that come while their version's fork server starts");
 
 /**
  * Says whether it ran in a child forked from the process that imported it. A run that imported it
- * itself (cold) with `hold` waits to be canceled. `slow_server` makes a server's import take seconds,
- * so that a run can be seen waiting for it.
+ * itself (cold) with `hold` waits to be canceled. The variable SLOW_SERVER makes a server's import
+ * take 20 s more (a cold run's does not), so that a run can be seen waiting for it.
  */
 const GRAPH = `
 import os, sys, time
@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 IMPORTED_IN = os.getpid()
 IN_A_SERVER = any(name in sys.modules for name in ("crewd_runner.forkserver", "crewd_runner.envserver"))
 if IN_A_SERVER and os.environ.get("SLOW_SERVER"):
-    time.sleep(8)
+    time.sleep(20)
 
 
 class State(TypedDict, total=False):
