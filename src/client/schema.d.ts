@@ -2380,6 +2380,8 @@ export interface components {
                 checkpoint_ns: string;
                 thread_id: string;
             };
+            /** @description deprecated: checkpoint.checkpoint_id, as the official server sends it */
+            checkpoint_id: string;
             created_at: string | null;
             interrupts: {
                 id: string;
@@ -2397,6 +2399,8 @@ export interface components {
                 checkpoint_ns: string;
                 thread_id: string;
             } | null;
+            /** @description deprecated: parent_checkpoint.checkpoint_id, as the official server sends it */
+            parent_checkpoint_id: string | null;
             tasks: {
                 checkpoint: {
                     checkpoint_id: string;
@@ -2430,6 +2434,8 @@ export interface components {
                 checkpoint_ns: string;
                 thread_id: string;
             };
+            /** @description deprecated: checkpoint.checkpoint_id, as the official server sends it */
+            checkpoint_id: string;
             created_at: string | null;
             interrupts: {
                 id: string;
@@ -2447,6 +2453,8 @@ export interface components {
                 checkpoint_ns: string;
                 thread_id: string;
             } | null;
+            /** @description deprecated: parent_checkpoint.checkpoint_id, as the official server sends it */
+            parent_checkpoint_id: string | null;
             tasks: {
                 checkpoint: {
                     checkpoint_id: string;

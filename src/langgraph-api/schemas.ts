@@ -140,5 +140,10 @@ export const threadStateSchema = z
     created_at: isoDate.nullable(),
     parent_checkpoint: checkpointSchema.nullable(),
     interrupts: z.array(interruptSchema),
+    checkpoint_id: z.string().describe('deprecated: checkpoint.checkpoint_id, as the official server sends it'),
+    parent_checkpoint_id: z
+      .string()
+      .nullable()
+      .describe('deprecated: parent_checkpoint.checkpoint_id, as the official server sends it'),
   })
   .meta({ id: 'LangGraphThreadState' });

@@ -106,6 +106,9 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
       created_at: toIso(at?.created_at ?? thread.updated_at),
       parent_checkpoint: parent ? checkpointRef(thread.id, parent.id) : null,
       interrupts,
+      // The official server's deprecated copies, still read by code written for older SDKs.
+      checkpoint_id: checkpointId,
+      parent_checkpoint_id: parent?.id ?? null,
     };
   }
 

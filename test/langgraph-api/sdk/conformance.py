@@ -2,8 +2,8 @@
 langgraph-sdk on the token graph (runners/python/tests/projects/token_graph.py, deployed as `chat`): search pages
 and their `next`, the default multitask strategy, the status of a run paused at `interrupt()`, `wait` after a
 breakpoint, deleting a busy thread, following a stateless run, finding a graph's threads by their metadata,
-refusing a cron of a bad schedule, and deleting an assistant with its threads. Passes against `langgraph dev` too
-(OFFICIAL=1); where CONTRACTS §14 fixes crewd's answer otherwise, the check says so.
+refusing a cron of a bad schedule, deleting an assistant with its threads, and states' deprecated fields. Passes
+against `langgraph dev` too (OFFICIAL=1); where CONTRACTS §14 fixes crewd's answer otherwise, the check says so.
 """
 
 import asyncio
@@ -149,6 +149,20 @@ def assistant_deleted_with_threads(client) -> None:
     assert client.threads.get(kept)["thread_id"] == kept
 
 
+def states_keep_old_fields(client) -> None:
+    """States carry the deprecated `checkpoint_id` and `parent_checkpoint_id` older code reads."""
+    thread = client.threads.create()["thread_id"]
+    for _ in range(2):
+        client.runs.wait(thread, "chat", input=question(1))
+    for state in [
+        client.threads.get_state(thread),
+        *client.threads.get_history(thread),
+    ]:
+        assert state["checkpoint_id"] == state["checkpoint"]["checkpoint_id"], state
+        parent = state["parent_checkpoint"]
+        assert state["parent_checkpoint_id"] == (parent and parent["checkpoint_id"])
+
+
 def bad_crons_refused(client) -> None:
     """A cron whose schedule or time zone is not one is the client's mistake: 422 naming it."""
     for asked, named in (
@@ -197,6 +211,7 @@ def main() -> None:
     threads_found_by_graph(sync_client)
     bad_crons_refused(sync_client)
     assistant_deleted_with_threads(sync_client)
+    states_keep_old_fields(sync_client)
     asyncio.run(async_search_pages(async_client))
     done({"tag": TAG})
 
