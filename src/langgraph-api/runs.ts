@@ -45,9 +45,9 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
   /**
    * `Content-Location` names the run under the prefix (CONTRACTS §14); `Location` where a client
    * picks the answer up again: a stream's `…/stream`, a `wait` or `join` its `…/join`, as the
-   * official server sends them. `Location` is relative to the API's URL, not the
-   * host: the JS SDK fetches `apiUrl + Location` and the Python SDK joins it to its base URL, so a
-   * prefixed path would name `/langgraph/langgraph/…` (docs/langgraph.md, "Runs and streams").
+   * official server sends them. `Location` is relative to the API's URL, not the host: the JS SDK
+   * fetches `apiUrl + Location` and the Python SDK joins it to its base URL, so a prefixed path
+   * would name `/langgraph/langgraph/…` (docs/langgraph.md, "Runs and streams").
    */
   function locate(
     reply: FastifyReply,
@@ -273,7 +273,8 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
     },
   );
 
-  // Stateless runs: no thread (their `thread_id` is statelessThreadId's); `on_completion` has nothing to delete or keep.
+  // Stateless runs: no thread (the `thread_id` they answer is statelessThreadId's); `on_completion`
+  // has nothing to delete or keep.
 
   app.post(
     '/runs',
