@@ -4,6 +4,11 @@ and their `next`, the default multitask strategy, the status of a run paused at 
 breakpoint, deleting a busy thread, following a stateless run, finding a graph's threads by their metadata,
 refusing a cron of a bad schedule, deleting an assistant with its threads, and states' deprecated fields. Passes
 against `langgraph dev` too (OFFICIAL=1); where CONTRACTS §14 fixes crewd's answer otherwise, the check says so.
+
+Against the official server: a folder with token_graph.py and a langgraph.json of
+`{"dependencies": ["."], "graphs": {"chat": "./token_graph.py:graph"}}`, `langgraph dev --no-browser` there
+(langgraph-cli[inmem], as bench/langgraph.ts installs it), then
+`OFFICIAL=1 CREWD_LANGGRAPH_URL=http://127.0.0.1:2024 CREWD_API_KEY=unused python conformance.py`.
 """
 
 import asyncio
