@@ -7,7 +7,7 @@ import { type ForkServerAddress, movedPaths } from '../execution/fork-server-lau
 import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js';
 import { ServerStart } from '../execution/server-start.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from '../sandbox/home.js';
-import { secretMasker } from './secret-mask.js';
+import { secretMasker } from '../secret-mask.js';
 
 /** A version's environment as its environment server is started with: never a deployment's variables. */
 export interface EnvironmentPlace {
