@@ -29,6 +29,13 @@ function bodyProblem(text: string, value: unknown): string | null {
 
 const NUL_MESSAGE = 'Body contains the NUL character (\\u0000), which cannot be stored';
 
+/** A body this parser refuses (400 in /v1; the LangGraph API answers it 422, as CONTRACTS §14 says of a bad body). */
+export class UnreadableBody extends AppError {
+  constructor(message: string) {
+    super(400, 'bad_request', message);
+  }
+}
+
 /**
  * JSON bodies only. JSON.parse makes `__proto__` an own property rather than a prototype,
  * so user data such as a column named `__proto__` is kept as data instead of refused.
@@ -45,12 +52,12 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     try {
       parsed = JSON.parse(text);
     } catch {
-      done(new AppError(400, 'bad_request', 'Body is not valid JSON'), undefined);
+      done(new UnreadableBody('Body is not valid JSON'), undefined);
       return;
     }
     const problem = bodyProblem(text, parsed);
     if (problem) {
-      done(new AppError(400, 'bad_request', problem), undefined);
+      done(new UnreadableBody(problem), undefined);
       return;
     }
     done(null, parsed);
@@ -62,7 +69,7 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       seen = true;
     });
     payload.on('end', () => {
-      if (seen) done(new AppError(400, 'bad_request', 'Content-Type must be application/json'), undefined);
+      if (seen) done(new UnreadableBody('Content-Type must be application/json'), undefined);
       else done(null, undefined);
     });
     payload.on('error', (error) => done(error, undefined));

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { isDatabaseUnavailable, isDataException } from '../db/sqlstate.js';
 import { AppError } from '../errors.js';
+import { UnreadableBody } from '../http/json-body.js';
 import { validationMessage } from '../http/validation-message.js';
 
 /** The error body the official SDKs read (`httpx.HTTPStatusError` text, JS `HTTPError`). */
@@ -16,6 +17,7 @@ export const unprocessable = (message: string) => new AppError(422, 'bad_request
  */
 export function installDetailErrors(app: FastifyInstance, prefix: string): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof UnreadableBody) return reply.status(422).send(detailBody(error.message));
     if (error instanceof AppError) {
       if (error.statusCode >= 500) request.log.error({ err: error }, error.message);
       return reply.status(error.statusCode).send(detailBody(error.message));

@@ -37,6 +37,18 @@ describe.runIf(testPython() !== null)('LangGraph API answers as the official ser
     expect(last.next).toBeNull();
   });
 
+  it('answers a body it cannot read 422 with a detail, as CONTRACTS §14 says of a bad body; /v1 still 400', async () => {
+    const headers = { 'content-type': 'application/json' };
+    const unparsable = await ctx.call('POST', '/langgraph/threads/search', { body: '{"limit": ', headers });
+    expect(unparsable.statusCode).toBe(422);
+    expect(unparsable.json()).toEqual({ detail: 'Body is not valid JSON' });
+    const nul = await ctx.call('POST', '/langgraph/threads', { body: '{"metadata": {"a": "\\u0000"}}', headers });
+    expect(nul.statusCode).toBe(422);
+    expect(nul.json().detail).toMatch(/NUL character/);
+    const v1 = await ctx.call('POST', '/v1/threads', { body: '{', headers });
+    expect(v1.statusCode).toBe(400);
+  });
+
   it('sends the paging headers on crons searches too', async () => {
     const crons = await Promise.all(
       [0, 1].map(() =>
