@@ -19,6 +19,8 @@ describe('console files', () => {
       expect(page.headers['content-type']).toMatch(/^text\/html/);
       expect(page.headers['cache-control']).toBe('no-cache');
       expect(page.body).toContain('<div id="root">');
+      // Its icon is in the page: a browser would otherwise ask /favicon.ico, which is not found.
+      expect(page.body).toMatch(/<link rel="icon" href="data:image\/svg\+xml,/);
     }
   });
 
