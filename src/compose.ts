@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { watchOrganizations } from './access/organization-share.js';
 import { createAccessService, organizationsRefused } from './access/service.js';
 import { createForkServers } from './builds/fork-servers.js';
 import { createBuildService } from './builds/service.js';
@@ -138,9 +139,11 @@ export async function composeServices({ config, database, logger, ...options }: 
   const caches = createInstanceCaches({ db, backend: database.backend, listener });
   const secrets = createStoredSecrets(config.secretsKey);
   const telemetry = await composeTelemetry({ config, db, logger });
+  // Whether the installation has several organizations, as every share of this instance's slots asks it (§12).
+  const organizations = watchOrganizations(db);
   const access = createAccessService(db, caches, {
     organizationsRefused: organizationsRefused(sandbox.kind, config.runnerSandbox),
-    organizationCreated: () => executor.organizationCreated(),
+    organizationCreated: () => organizations.organizationCreated(),
   });
   const deployments = createDeploymentService(db, secrets, caches);
   const tables = createTableService(db);
@@ -160,6 +163,7 @@ export async function composeServices({ config, database, logger, ...options }: 
     allowPrivateUrls: config.webhookAllowPrivateUrls,
     onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
     openSecret: secrets.openWebhookSecret,
+    organizations,
     ...options.webhookWorker,
   });
   const webhooks = createWebhookService(db, {
@@ -201,6 +205,7 @@ export async function composeServices({ config, database, logger, ...options }: 
   });
   const builds = createBuildService({
     db,
+    organizations,
     logger,
     config,
     variables,
@@ -233,6 +238,7 @@ export async function composeServices({ config, database, logger, ...options }: 
   });
   const executor = createRunExecutor({
     db,
+    organizations,
     bus,
     endRecorder,
     launcher,
@@ -284,6 +290,7 @@ export async function composeServices({ config, database, logger, ...options }: 
   });
   const streams = createRunStreams({
     db,
+    organizations,
     feed: executor.runFeed(bus),
     instanceId: () => lease.id,
     timings: { keepaliveMs: timings.keepaliveMs, pollMs: timings.pollMs },

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { type OrganizationsWatch, organizationShare, watchOrganizations } from '../access/organization-share.js';
 import type { Config } from '../config.js';
 import { ClaimedJobs, createClaimLoop, type Look } from '../db/claim-loop.js';
 import type { Database } from '../db/types.js';
@@ -18,7 +19,7 @@ import { RunEventLog } from '../execution/event-log.js';
 import type { ProcessLauncher } from '../execution/launcher.js';
 import { DEFAULT_RUNNER_PATH } from '../execution/run-setup.js';
 import { newId } from '../ids.js';
-import { insertEvents, organizationsUpTo } from '../run-record/repository.js';
+import { insertEvents } from '../run-record/repository.js';
 import {
   type BuiltVersion,
   buildVersionFiles,
@@ -45,6 +46,8 @@ export const CRASHED_BUILD_ERROR =
 
 export interface BuildServiceOptions {
   db: Kysely<Database>;
+  /** Whether the installation has several organizations (the instance's one watch); made here if not given. */
+  organizations?: OrganizationsWatch;
   logger: Logger;
   config: Pick<
     Config,
@@ -79,6 +82,7 @@ export function createBuildService(options: BuildServiceOptions) {
   const queue: Array<{ versionId: string; orgId: string; previousInstance: string | null }> = [];
   /** Builds going on here, by organization: each holds at most its share of the slots. */
   const buildsByOrganization = new Map<string, number>();
+  const organizations = options.organizations ?? watchOrganizations(db);
   const localBuilds = new Map<string, Promise<BuiltVersion>>();
   /** Versions whose built files were read here (builtHere). */
   const builtVersions = new Map<string, BuiltVersion>();
@@ -111,11 +115,11 @@ export function createBuildService(options: BuildServiceOptions) {
 
   /**
    * Claims queued builds, oldest first, while fewer than MAX_CONCURRENT_BUILDS go on, passing over those of an
-   * organization that holds its share (buildShare); a build whose claim fails is dropped (another instance has it).
+   * organization that holds its share (organizationShare); a build whose claim fails is dropped (another instance has it).
    */
   async function claimQueued(): Promise<Look> {
     let claimed = 0;
-    const share = buildShare(config.maxConcurrentBuilds, (await organizationsUpTo(db, 2)) > 1);
+    const share = organizationShare(config.maxConcurrentBuilds, await organizations.current());
     for (let index = 0; index < queue.length; ) {
       if (jobs.room <= 0) return { kind: 'full' };
       const { versionId, orgId, previousInstance } = queue[index] as (typeof queue)[number];
@@ -358,15 +362,6 @@ export function createBuildService(options: BuildServiceOptions) {
 }
 
 export type BuildService = ReturnType<typeof createBuildService>;
-
-/**
- * An organization's share of the build slots: every one while the installation has one organization, three quarters
- * of them (at least 1) once it has several, as with run slots (CONTRACTS §12), so that one organization's builds, as
- * long as BUILD_TIMEOUT_SECONDS each, cannot keep another's waiting.
- */
-export function buildShare(slots: number, several: boolean): number {
-  return several ? Math.max(1, slots - Math.ceil(slots / 4)) : slots;
-}
 
 /**
  * What a version's environment server is started with (fork-servers.ts): the version's own env (its crewd.json)

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import type { OrganizationsWatch } from '../access/organization-share.js';
 import type { Database } from '../db/types.js';
 import type { LocalEventBus } from '../events/bus.js';
 import type { RunLimits } from '../run-limits.js';
@@ -33,6 +34,8 @@ export interface ExecutorOptions {
   maxConcurrentRuns: number;
   /** MAX_RUNS_PER_ORGANIZATION (0: a share computed from maxConcurrentRuns). */
   maxRunsPerOrganization?: number | undefined;
+  /** Whether the installation has several organizations (the instance's one watch; made for the queue if not given). */
+  organizations?: OrganizationsWatch | undefined;
   /** Opens a version's env sealed with SECRETS_KEY. */
   openEnv?:
     | ((version: { id: string; env: Record<string, string>; env_encrypted?: boolean }) => Record<string, string>)
@@ -111,8 +114,6 @@ export function createRunExecutor(options: ExecutorOptions) {
       await options.launcher.stop();
       await housekeeping.releaseLease();
     },
-
-    organizationCreated: queue.organizationCreated,
 
     /** Runs whose processes are alive here (for tests and the bench). */
     activeCount: () => activeRuns.size,

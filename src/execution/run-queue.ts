@@ -1,11 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { type OrganizationsWatch, organizationShare, watchOrganizations } from '../access/organization-share.js';
 import { createClaimLoop, type Look } from '../db/claim-loop.js';
 import type { Database } from '../db/types.js';
 import * as repo from '../run-record/repository.js';
 import type { LaunchSpec, RunStatus, ThreadState } from '../run-record/types.js';
 import type { ActiveRuns } from './active-runs.js';
-import { organizationShare, Slots } from './slots.js';
+import { Slots } from './slots.js';
 
 /** Reads a thread's values and latest checkpoint for a queued run that starts later. */
 export type ThreadStateLoader = (threadId: string) => Promise<ThreadState>;
@@ -25,6 +26,8 @@ export function createRunQueue(options: {
   maxConcurrentRuns: number;
   /** MAX_RUNS_PER_ORGANIZATION: 0 for a share computed from maxConcurrentRuns. */
   maxRunsPerOrganization?: number | undefined;
+  /** Whether the installation has several organizations; made here (asked every ORGANIZATIONS_RECHECK_MS) if not given. */
+  organizations?: OrganizationsWatch | undefined;
   /** Opens a version's env sealed with SECRETS_KEY. */
   openEnv?:
     | ((version: { id: string; env: Record<string, string>; env_encrypted?: boolean }) => Record<string, string>)
@@ -36,9 +39,9 @@ export function createRunQueue(options: {
   logger: Logger;
 }) {
   const { db, activeRuns, logger } = options;
-  const organizations = { known: 'one' as 'one' | 'several', checkedAt: 0 };
+  const organizations = options.organizations ?? watchOrganizations(db, ORGANIZATIONS_RECHECK_MS);
   const share = () =>
-    organizationShare(options.maxConcurrentRuns, options.maxRunsPerOrganization ?? 0, organizations.known);
+    organizationShare(options.maxConcurrentRuns, organizations.several, options.maxRunsPerOrganization ?? 0);
   const slots = new Slots(options.maxConcurrentRuns, share);
   const state = {
     /** Taking runs: from the first successful contact with the database until shutdown. */
@@ -76,13 +79,6 @@ export function createRunQueue(options: {
     return look;
   }
 
-  /** Organizations are never deleted: once there are several, there stay several. */
-  async function checkOrganizations(): Promise<void> {
-    if (organizations.known === 'several' || Date.now() - organizations.checkedAt < ORGANIZATIONS_RECHECK_MS) return;
-    organizations.checkedAt = Date.now();
-    if ((await repo.organizationsUpTo(db, 2)) > 1) organizations.known = 'several';
-  }
-
   /** Starts queued runs, oldest first, while slots are free: the queue's claim loop looks on a wake and every tick. */
   const loop = createClaimLoop({
     name: 'run queue',
@@ -100,7 +96,7 @@ export function createRunQueue(options: {
   }
 
   async function lookForPending(): Promise<Look> {
-    await checkOrganizations();
+    await organizations.current();
     let claimedRuns = 0;
     // A look with no run known to wait (the tick's, for runs other instances queued) first asks, holding no slot:
     // a run admitted meanwhile takes a free slot then, instead of finding it held by a look that finds nothing.
@@ -170,11 +166,6 @@ export function createRunQueue(options: {
     release(orgId: string): void {
       slots.release(orgId);
       if (state.pendingMayExist) pump();
-    },
-
-    /** An organization was made here: shares apply from now on (other instances see it within seconds). */
-    organizationCreated(): void {
-      organizations.known = 'several';
     },
 
     /** A run was queued here: new runs queue behind it (the `queued` signal's subscriber then calls `pump`). */

@@ -59,13 +59,3 @@ export class Slots {
     return this.used;
   }
 }
-
-/**
- * MAX_RUNS_PER_ORGANIZATION as the number of slots: an explicit number, or for 0 three quarters of
- * the slots (at least 1) once the installation has more than one organization, and every slot before.
- */
-export function organizationShare(maxRuns: number, setting: number, organizations: 'one' | 'several'): number {
-  if (setting > 0) return setting;
-  if (organizations === 'one') return maxRuns;
-  return Math.max(1, maxRuns - Math.ceil(maxRuns / 4));
-}

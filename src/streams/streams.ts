@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { type OrganizationsWatch, organizationShare, watchOrganizations } from '../access/organization-share.js';
 import type { Database } from '../db/types.js';
 import { AppError, badRequest } from '../errors.js';
 import type { RunEventFeed } from '../events/types.js';
 import type { RunObserver } from '../run-record/observer.js';
-import { organizationsUpTo } from '../run-record/repository.js';
 import { RunStream, type StreamTimings } from './stream.js';
 import { runStreamSource, type StreamSource } from './stream-source.js';
 
@@ -23,18 +23,6 @@ export interface StreamLimits {
   perOrganization: number;
 }
 
-/** How long the answer to "has the installation several organizations?" is taken as current while it is "no". */
-const ORGANIZATIONS_RECHECK_MS = 1000;
-
-/**
- * An organization's share of the streams: the setting, else every stream while the installation has one
- * organization, and three quarters of them (at least 1) once it has several, as with run slots (CONTRACTS §12).
- */
-export function streamShare(total: number, setting: number, several: boolean): number {
-  if (setting > 0) return setting;
-  return several ? Math.max(1, total - Math.ceil(total / 4)) : total;
-}
-
 const tooManyStreams = (message: string) => new AppError(429, 'rate_limited', message);
 
 /** Opens event streams and keeps track of them, so a shutdown can end them all. */
@@ -47,36 +35,22 @@ export function createRunStreams(options: {
   logger: Logger;
   observer?: RunObserver;
   limits: StreamLimits;
+  /** Whether the installation has several organizations (the instance's one watch); made here if not given. */
+  organizations?: OrganizationsWatch;
 }) {
   const open = new Set<RunStream>();
   const openByKey = new Map<string, number>();
   const openByOrganization = new Map<string, number>();
   const { limits } = options;
-  /** Organizations are never fewer again once there are several; until then, asked at most once a second. */
-  const organizations = { several: false, checkedAt: 0 };
-
-  function recheckOrganizations(): void {
-    if (organizations.several || Date.now() - organizations.checkedAt < ORGANIZATIONS_RECHECK_MS) return;
-    organizations.checkedAt = Date.now();
-    organizationsUpTo(options.db, 2).then(
-      (count) => {
-        if (count > 1) organizations.several = true;
-      },
-      () => {},
-    );
-  }
-  recheckOrganizations();
+  const organizations = options.organizations ?? watchOrganizations(options.db);
+  void organizations.current();
 
   /**
    * Refuses a stream past any cap, so that neither one key's clients nor one organization's keys (an admin makes
    * any number) take every stream of the instance.
    */
   function admit({ orgId, keyId }: { orgId: string; keyId: string }): void {
-    // Two organizations streaming here are several, whatever the last count said.
-    if (!organizations.several && [...openByOrganization.keys()].some((other) => other !== orgId)) {
-      organizations.several = true;
-    }
-    recheckOrganizations();
+    organizations.sawOrganizations([orgId, ...openByOrganization.keys()]);
     const held = openByKey.get(keyId) ?? 0;
     if (held >= limits.perKey) {
       throw tooManyStreams(
@@ -89,7 +63,7 @@ export function createRunStreams(options: {
       );
     }
     const ofOrganization = openByOrganization.get(orgId) ?? 0;
-    if (ofOrganization >= streamShare(limits.total, limits.perOrganization, organizations.several)) {
+    if (ofOrganization >= organizationShare(limits.total, organizations.several, limits.perOrganization)) {
       throw tooManyStreams(
         `This organization already holds ${ofOrganization} open event streams, its share of MAX_EVENT_STREAMS (MAX_EVENT_STREAMS_PER_ORGANIZATION); close one first`,
       );

@@ -156,7 +156,8 @@ export function runDeliveriesInEnd(input: {
     returning id, webhook_id, payload`;
   const result = sql`(
     select coalesce(json_agg(json_build_object(
-      'id', d.id, 'webhook_id', d.webhook_id, 'payload', d.payload, 'url', w.url, 'secret', w.secret)), '[]'::json)
+      'id', d.id, 'webhook_id', d.webhook_id, 'org_id', w.org_id, 'payload', d.payload, 'url', w.url,
+      'secret', w.secret)), '[]'::json)
     from webhook_deliveries_ended d join webhooks w on w.id = d.webhook_id)`;
   return { ctes: [['webhook_deliveries_ended', insert]] as const, result };
 }
@@ -213,11 +214,33 @@ export async function requeueDelivery(db: Db, webhookId: string, id: string): Pr
   return result.numUpdatedRows > 0n;
 }
 
+/** What a look may claim: up to `limit` deliveries, and of each organization its `share` less what it `holds`. */
+export interface ClaimRoom {
+  limit: number;
+  share: number;
+  /** Deliveries in flight here, by organization. */
+  holds: ReadonlyMap<string, number>;
+}
+
+const leaseFree = sql<boolean>`(lease_until is null or lease_until < now())`;
+
 /**
- * Leases up to `limit` due deliveries, with what sending needs (the webhook's current URL and
- * secret). SKIP LOCKED keeps two instances from taking the same one.
+ * Leases due deliveries, oldest first, within `room` (each organization's oldest up to what its share leaves), with
+ * what sending needs (the webhook's current URL and secret). SKIP LOCKED keeps two instances from taking the same one.
  */
-export function claimDue(db: Db, limit: number, leaseToken: string, leaseSeconds: number) {
+export function claimDue(db: Db, room: ClaimRoom, leaseToken: string, leaseSeconds: number) {
+  const holds = JSON.stringify(Object.fromEntries(room.holds));
+  const candidates = sql`
+    select c.id from (
+      select d.id, d.next_attempt_at, w.org_id,
+        row_number() over (partition by w.org_id order by d.next_attempt_at, d.id) as n
+      from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+      where d.status = 'pending' and d.next_attempt_at <= now()
+        and (d.lease_until is null or d.lease_until < now())
+    ) c
+    where c.n <= ${room.share} - coalesce((${holds}::jsonb ->> c.org_id)::int, 0)
+    order by c.next_attempt_at
+    limit ${room.limit}`;
   return db
     .updateTable('webhook_deliveries as d')
     .from('webhooks as w')
@@ -229,17 +252,17 @@ export function claimDue(db: Db, limit: number, leaseToken: string, leaseSeconds
       db
         .selectFrom('webhook_deliveries')
         .select('id')
+        .where(sql<boolean>`id in (${candidates})`)
         .where('status', '=', 'pending')
         .where('next_attempt_at', '<=', sql<Date>`now()`)
-        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', sql<Date>`now()`)]))
-        .orderBy('next_attempt_at')
-        .limit(limit)
+        .where(leaseFree)
         .forUpdate()
         .skipLocked(),
     )
     .returning([
       'd.id',
       'd.webhook_id',
+      'w.org_id',
       'd.event',
       'd.payload',
       'd.attempts',
@@ -253,13 +276,28 @@ export function claimDue(db: Db, limit: number, leaseToken: string, leaseSeconds
 
 export type ClaimedDelivery = Awaited<ReturnType<typeof claimDue>>[number];
 
-/** Seconds until the next pending delivery is due (0 when one is due now), or null when none waits. */
-export async function secondsUntilNextDue(db: Db): Promise<number | null> {
-  const row = await db
-    .selectFrom('webhook_deliveries')
-    .select(sql<number | null>`extract(epoch from min(greatest(next_attempt_at, lease_until)) - now())`.as('wait'))
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
+/**
+ * Seconds until the next pending delivery is due (0 when one is due now), or null when none waits; those of the
+ * organizations in `passedOver` (holding their share) are left out: one of their own attempts ending looks again.
+ */
+export async function secondsUntilNextDue(db: Db, passedOver: readonly string[] = []): Promise<number | null> {
+  let query = db
+    .selectFrom('webhook_deliveries as d')
+    .select(sql<number | null>`extract(epoch from min(greatest(d.next_attempt_at, d.lease_until)) - now())`.as('wait'))
+    .where('d.status', '=', 'pending');
+  if (passedOver.length > 0) {
+    query = query.where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('webhooks as w')
+            .select('w.id')
+            .whereRef('w.id', '=', 'd.webhook_id')
+            .where('w.org_id', 'in', passedOver),
+        ),
+      ),
+    );
+  }
+  const row = await query.executeTakeFirst();
   const wait = row?.wait;
   return wait === null || wait === undefined ? null : Math.max(0, Number(wait));
 }

@@ -56,6 +56,8 @@ const normaliseEvents = (events: WebhookEvent[]): WebhookEvent[] =>
 export interface WrittenDelivery {
   id: string;
   webhook_id: string;
+  /** The webhook's organization: whose share of the delivery slots the attempt takes. */
+  org_id: string;
   event: WebhookEvent;
   payload: string;
   url: string;

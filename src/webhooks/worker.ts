@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { type OrganizationsWatch, organizationShare, watchOrganizations } from '../access/organization-share.js';
 import { ClaimedJobs, type ClaimIntervals, createClaimLoop, type Look } from '../db/claim-loop.js';
 import type { DatabaseHandle } from '../db/connect.js';
 import type { Database } from '../db/types.js';
@@ -22,6 +23,8 @@ export interface DeliveryWorkerOptions {
   intervals?: Partial<ClaimIntervals> | undefined;
   /** Claimed attempts in flight at once. */
   concurrency?: number;
+  /** Whether the installation has several organizations (each then claims only its share); made here if not given. */
+  organizations?: OrganizationsWatch;
   /** Told the outcome of every attempt (for metrics): `pending` means a retry is scheduled. */
   onAttempt?: (outcome: 'succeeded' | 'failed' | 'pending') => void;
   /** Opens a signing secret sealed with SECRETS_KEY. */
@@ -54,6 +57,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
   /** The lease this instance writes new deliveries with. */
   let ownToken = randomToken(16);
   const jobs = new ClaimedJobs(concurrency, () => loop.wake());
+  const organizations = options.organizations ?? watchOrganizations(db);
+  /** Attempts in flight here, by organization: a look claims an organization's retries only within its share. */
+  const holds = new Map<string, number>();
   const loop = createClaimLoop({
     name: 'webhook deliveries',
     logger,
@@ -116,23 +122,49 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions) {
 
   function start(delivery: Sendable, leaseToken: string) {
     if (!sender) return;
-    jobs.add(
-      attempt(delivery, leaseToken, sender).catch((error: unknown) => {
+    const orgId = delivery.org_id;
+    holds.set(orgId, (holds.get(orgId) ?? 0) + 1);
+    organizations.sawOrganizations(holds.keys());
+    const ended = attempt(delivery, leaseToken, sender)
+      .catch((error: unknown) => {
         // The lease expires and a later look retries; nothing is lost.
         logger.error({ err: error, deliveryId: delivery.id }, 'recording a webhook delivery failed');
-      }),
-    );
+      })
+      .finally(() => {
+        const held = holds.get(orgId) ?? 1;
+        if (held > 1) holds.set(orgId, held - 1);
+        else holds.delete(orgId);
+        // Its organization's due retries were passed over while it held its share.
+        if (held >= organizationShare(concurrency, organizations.several)) loop.wake();
+      });
+    jobs.add(ended);
   }
 
-  /** One look at the outbox: claims the due deliveries there is room for and starts them. */
+  /**
+   * Slots in use, each organization's attempts counted up to its share: first attempts go out at once, past the
+   * share too, and those beyond it must not keep other organizations' retries from their slots.
+   */
+  function slotsInUse(share: number): number {
+    let used = 0;
+    for (const held of holds.values()) used += Math.min(held, share);
+    return used;
+  }
+
+  /**
+   * One look at the outbox: claims the due deliveries there is room for and starts them, an organization's only
+   * while it holds less than its share of the slots (CONTRACTS §12), so that one whose receivers hang until the
+   * timeout cannot hold every slot and keep other organizations' retries waiting.
+   */
   async function look(): Promise<Look> {
-    const free = jobs.room;
+    const share = organizationShare(concurrency, await organizations.current());
+    const free = concurrency - slotsInUse(share);
     if (free <= 0) return { kind: 'full' };
     const leaseToken = randomToken(16);
-    const claimed = await repo.claimDue(db, free, leaseToken, leaseSeconds);
+    const claimed = await repo.claimDue(db, { limit: free, share, holds }, leaseToken, leaseSeconds);
     for (const delivery of claimed) start(delivery, leaseToken);
     if (claimed.length === free) return { kind: 'more' };
-    const due = await repo.secondsUntilNextDue(db);
+    const atShare = [...holds].filter(([, held]) => held >= share).map(([orgId]) => orgId);
+    const due = await repo.secondsUntilNextDue(db, atShare);
     return { kind: 'done', claimed: claimed.length, dueAt: due === null ? null : Date.now() + Math.ceil(due * 1000) };
   }
 
