@@ -306,12 +306,16 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
       return runs.slice(page.offset, page.offset + page.limit);
     },
 
-    /** Cancels a pending or running run; `rollback` deletes it too, with its events. */
+    /**
+     * Cancels a pending or running run; `rollback` deletes it too, with its events. A run already over is 404 for
+     * either action and stays, as on the official server (its SDKs raise NotFoundError).
+     */
     async cancel(orgId: string, threadId: string | null, runId: string, action: 'interrupt' | 'rollback') {
       const run = await runOf(orgId, threadId, runId);
-      if (!isTerminal(run.status)) await services.runs.cancel(orgId, run.id);
-      else if (action === 'interrupt')
-        throw conflict(`Run ${run.id} is already over (${run.status}); nothing to cancel`);
+      if (isTerminal(run.status)) {
+        throw notFound(`No matching runs to cancel: run ${run.id} is already over (${run.status})`);
+      }
+      await services.runs.cancel(orgId, run.id);
       if (action === 'rollback') await deleteRun(run.id);
     },
 

@@ -92,7 +92,13 @@ def sync_part(client) -> dict:
     expect_status(409, lambda: client.threads.update_state(thread, {"tokens": 1}))
     client.runs.cancel(thread, slow["run_id"], wait=True)
     assert client.runs.get(thread, slow["run_id"])["status"] == "interrupted"
-    expect_status(409, lambda: client.runs.cancel(thread, created["run_id"]))
+    # A run already over: 404 for either action, as on the official server, and it stays.
+    expect_status(404, lambda: client.runs.cancel(thread, created["run_id"]))
+    expect_status(
+        404,
+        lambda: client.runs.cancel(thread, created["run_id"], action="rollback"),
+    )
+    assert client.runs.get(thread, created["run_id"])["status"] == "success"
 
     listed = client.runs.list(thread)
     check(listed, schema.Run)
