@@ -150,6 +150,15 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
   /** Finished runs are cached as their answer: a deleted one is dropped from every instance's cache. */
   const deleteRun = (id: string) => services.caches.changing('runs', (trx) => runRepo.deleteRun(trx, id));
 
+  /** Cancels a run still going (`rollback`: and deletes it); a run already over stays, and its status is answered. */
+  async function cancelGoing(orgId: string, threadId: string | null, runId: string, action: 'interrupt' | 'rollback') {
+    const run = await runOf(orgId, threadId, runId);
+    if (isTerminal(run.status)) return run.status;
+    await services.runs.cancel(orgId, run.id);
+    if (action === 'rollback') await deleteRun(run.id);
+    return null;
+  }
+
   async function getV1(orgId: string, runId: string): Promise<V1Run> {
     return JSON.parse(await services.runs.getJson(orgId, runId)) as V1Run;
   }
@@ -311,13 +320,12 @@ export function createLangGraphRuns({ db, services }: Pick<LangGraphDeps, 'db' |
      * either action and stays, as on the official server (its SDKs raise NotFoundError).
      */
     async cancel(orgId: string, threadId: string | null, runId: string, action: 'interrupt' | 'rollback') {
-      const run = await runOf(orgId, threadId, runId);
-      if (isTerminal(run.status)) {
-        throw notFound(`No matching runs to cancel: run ${run.id} is already over (${run.status})`);
-      }
-      await services.runs.cancel(orgId, run.id);
-      if (action === 'rollback') await deleteRun(run.id);
+      const over = await cancelGoing(orgId, threadId, runId, action);
+      if (over) throw notFound(`No matching runs to cancel: run ${runId} is already over (${over})`);
     },
+
+    /** Cancels the run as `cancel` does, unless it is already over: then its status, and the run stays. */
+    cancelGoing,
 
     /** Deletes a finished run with its events; a run still going is 409 (cancel it first). */
     async remove(orgId: string, threadId: string, runId: string): Promise<void> {

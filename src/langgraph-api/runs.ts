@@ -370,7 +370,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
               .map((run) => run.run_id)
           : []);
       for (const id of ids) {
-        await runs.cancel(orgId, thread_id ?? null, id, request.query.action).catch((error: unknown) => {
+        await runs.cancelGoing(orgId, thread_id ?? null, id, request.query.action).catch((error: unknown) => {
           // A run over meanwhile is no reason to leave the others going.
           if (!(error instanceof Error && 'statusCode' in error && error.statusCode === 409)) throw error;
         });

@@ -99,6 +99,11 @@ def sync_part(client) -> dict:
         lambda: client.runs.cancel(thread, created["run_id"], action="rollback"),
     )
     assert client.runs.get(thread, created["run_id"])["status"] == "success"
+    # Canceled in bulk, runs already over are skipped, and stay.
+    client.runs.cancel_many(
+        thread_id=thread, run_ids=[created["run_id"], slow["run_id"]], action="rollback"
+    )
+    assert client.runs.get(thread, created["run_id"])["status"] == "success"
 
     listed = client.runs.list(thread)
     check(listed, schema.Run)
