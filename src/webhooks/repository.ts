@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { WebhookEvent } from '../db/schema/webhooks.js';
 import type { Db, Environment } from '../db/types.js';
+import { isStateUpdateRun } from '../langgraph-api/state-update-runs.js';
 
 type Page = { limit: number; offset: number };
 
@@ -118,7 +119,8 @@ const isoText = (column: RawBuilder<unknown>) =>
 /**
  * A run's deliveries as a part of the statement that ends it (RunEndHook.joinEnd): the CTE
  * `webhook_deliveries_ended` reads the CTE `ended` and inserts a delivery per enabled webhook of
- * the run's deployment + environment that wants the event, each body built from `pieces` around
+ * the run's deployment + environment that wants the event (none for a state update's run, which no user started:
+ * every way a run ends writes its deliveries here), each body built from `pieces` around
  * the ended row's deployment id and times. Ids come from `ids`, one per target; targets beyond them
  * get a random id made in SQL. With a `lease` the rows are held for its holder (the instance that
  * sends them after commit). `result` is what sending needs, as a JSON array.
@@ -153,6 +155,7 @@ export function runDeliveriesInEnd(input: {
         and w.enabled
         and w.events @> ${JSON.stringify([input.event])}::jsonb
     ) t on true
+    where not ${isStateUpdateRun(sql.ref('e.id'))}
     returning id, webhook_id, payload`;
   const result = sql`(
     select coalesce(json_agg(json_build_object(
