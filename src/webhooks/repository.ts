@@ -227,13 +227,15 @@ export interface ClaimRoom {
 
 const leaseFree = sql<boolean>`(lease_until is null or lease_until < now())`;
 
-/**
- * Leases due deliveries, oldest first, within `room` (each organization's oldest up to what its share leaves), with
- * what sending needs (the webhook's current URL and secret). SKIP LOCKED keeps two instances from taking the same one.
- */
-export function claimDue(db: Db, room: ClaimRoom, leaseToken: string, leaseSeconds: number) {
+/** Whether a claim of `room.limit` could take an organization past its share (never with one organization). */
+function reachesAnyShare(room: ClaimRoom): boolean {
+  return Math.max(0, ...room.holds.values()) + room.limit > room.share;
+}
+
+/** The oldest due deliveries, each organization's up to its share less what it holds (reads every due one). */
+function dueWithinShares(room: ClaimRoom) {
   const holds = JSON.stringify(Object.fromEntries(room.holds));
-  const candidates = sql`
+  return sql`
     select c.id from (
       select d.id, d.next_attempt_at, w.org_id,
         row_number() over (partition by w.org_id order by d.next_attempt_at, d.id) as n
@@ -244,24 +246,29 @@ export function claimDue(db: Db, room: ClaimRoom, leaseToken: string, leaseSecon
     where c.n <= ${room.share} - coalesce((${holds}::jsonb ->> c.org_id)::int, 0)
     order by c.next_attempt_at
     limit ${room.limit}`;
+}
+
+/**
+ * Leases due deliveries, oldest first, within `room` (each organization's oldest up to what its share leaves), with
+ * what sending needs (the webhook's current URL and secret). SKIP LOCKED keeps two instances from taking the same one.
+ */
+export function claimDue(db: Db, room: ClaimRoom, leaseToken: string, leaseSeconds: number) {
+  const due = db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', sql<Date>`now()`)
+    .where(leaseFree);
+  // With room for no organization to pass its share (one organization), the oldest due: an index scan to `limit`.
+  const claimable = reachesAnyShare(room)
+    ? due.where(sql<boolean>`id in (${dueWithinShares(room)})`)
+    : due.orderBy('next_attempt_at').limit(room.limit);
   return db
     .updateTable('webhook_deliveries as d')
     .from('webhooks as w')
     .set({ lease_token: leaseToken, lease_until: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
     .whereRef('w.id', '=', 'd.webhook_id')
-    .where(
-      'd.id',
-      'in',
-      db
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where(sql<boolean>`id in (${candidates})`)
-        .where('status', '=', 'pending')
-        .where('next_attempt_at', '<=', sql<Date>`now()`)
-        .where(leaseFree)
-        .forUpdate()
-        .skipLocked(),
-    )
+    .where('d.id', 'in', claimable.forUpdate().skipLocked())
     .returning([
       'd.id',
       'd.webhook_id',
