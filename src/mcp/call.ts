@@ -71,9 +71,15 @@ export function endResult(end: RunEnd, runId: string, threadId: string | null): 
   return { content: [{ type: 'text', text: JSON.stringify(output) }], structuredContent: output, _meta: meta };
 }
 
+/**
+ * A run that outlasts the wait. Its structured content is there for a tool with an output schema: the official
+ * clients refuse a result without one (tools.ts STILL_RUNNING is the schema's branch for it).
+ */
 function stillRunning(runId: string, threadId: string | null, waitMs: number): CallToolResult {
   const seconds = Math.round(waitMs / 100) / 10;
+  const thread = threadId ? { thread_id: threadId } : {};
   return {
+    structuredContent: { status: 'running', run_id: runId, ...thread },
     content: [
       {
         type: 'text',

@@ -60,15 +60,23 @@ const INTERRUPTED: JsonSchema = {
   properties: { interrupts: { type: 'array' }, thread_id: { type: 'string' } },
 };
 
+/** What a call answers as structured content when its run outlasts MCP_CALL_WAIT_SECONDS (call.ts stillRunning). */
+const STILL_RUNNING: JsonSchema = {
+  type: 'object',
+  required: ['status', 'run_id'],
+  properties: { status: { const: 'running' }, run_id: { type: 'string' }, thread_id: { type: 'string' } },
+};
+
 /**
- * The declared output schema, where the check recorded one, or'ed with an interrupted call's answer (its `$defs`
- * stay at the root, where its references point).
+ * The declared output schema, where the check recorded one, or'ed with an interrupted call's answer and a still
+ * running one's: clients check every structured content against it (its `$defs` stay at the root, where its
+ * references point).
  */
 function outputSchema(recorded: JsonSchema | null): (JsonSchema & { type: 'object' }) | undefined {
   const output = objectSchema(recorded?.output);
   if (!output) return undefined;
   const { $defs, ...declared } = output;
-  return { type: 'object', ...($defs ? { $defs } : {}), anyOf: [declared, INTERRUPTED] };
+  return { type: 'object', ...($defs ? { $defs } : {}), anyOf: [declared, INTERRUPTED, STILL_RUNNING] };
 }
 
 function description(row: ToolDeployment, recorded: JsonSchema | null): string {

@@ -7,6 +7,7 @@ import { mcpClient } from './helpers.js';
 
 /** A graph that asks before it answers: its state is its input and output, its one node stops at an interrupt. */
 const GRAPH = `
+import time
 from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -16,9 +17,11 @@ from langgraph.types import interrupt
 class State(TypedDict, total=False):
     question: str
     answer: str
+    sleep_seconds: float
 
 
 def ask(state: State):
+    time.sleep(state.get("sleep_seconds", 0))
     approved = interrupt({"question": f"Answer {state['question']}?"})
     return {"answer": f"{state['question']}: {approved}"}
 
@@ -37,7 +40,7 @@ describe.runIf(testPython() !== null)('a LangGraph graph as an MCP tool', () => 
   let client: Client;
 
   beforeAll(async () => {
-    ctx = await createRunContext(testVenvSettings());
+    ctx = await createRunContext({ ...testVenvSettings(), MCP_CALL_WAIT_SECONDS: '6' });
     await deployGraphBundle(ctx, 'asking graph', GRAPH);
     client = await mcpClient(ctx);
   }, 180_000);
@@ -57,7 +60,7 @@ describe.runIf(testPython() !== null)('a LangGraph graph as an MCP tool', () => 
     });
     expect(tool?.outputSchema).toMatchObject({
       type: 'object',
-      anyOf: [{ properties: { answer: { type: 'string' } } }, {}],
+      anyOf: [{ properties: { answer: { type: 'string' } } }, {}, { properties: { status: { const: 'running' } } }],
     });
   });
 
@@ -73,5 +76,21 @@ describe.runIf(testPython() !== null)('a LangGraph graph as an MCP tool', () => 
     const resumed = await client.callTool({ name: 'asking_graph', arguments: { thread_id: threadId, resume: 'yes' } });
     expect(resumed.isError, JSON.stringify(resumed.content)).toBeFalsy();
     expect(resumed.structuredContent).toEqual({ question: 'two words', answer: 'two words: yes' });
+  });
+
+  it('answers a call that outlasts MCP_CALL_WAIT_SECONDS with structured content the output schema takes', {
+    timeout: 60_000,
+  }, async () => {
+    // The official clients refuse a result without structured content from a tool with an output schema.
+    const result = await client.callTool({ name: 'asking_graph', arguments: { question: 'slow', sleep_seconds: 60 } });
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    const runId = result._meta?.['crewd/run_id'] as string;
+    expect(result.structuredContent).toEqual({
+      status: 'running',
+      run_id: runId,
+      thread_id: result._meta?.['crewd/thread_id'],
+    });
+    const canceled = await ctx.call('POST', `/v1/runs/${runId}/cancel`);
+    expect(canceled.statusCode, canceled.body).toBe(200);
   });
 });
