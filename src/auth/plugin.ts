@@ -100,6 +100,8 @@ const authPlugin: FastifyPluginAsync<{
     if (langgraph) {
       if (LANGGRAPH_PUBLIC.has(target.slice(langgraphPrefix.length))) return;
     } else if (!target.startsWith('/v1/') && target !== '/v1' && !under(target, '/mcp')) return;
+    // A browser's CORS preflight never carries the key (src/mcp/routes.ts answers it).
+    if (request.method === 'OPTIONS' && target === '/mcp') return;
     const key = keyOf(request, langgraph);
     const principal = key ? await lookUp(key) : null;
     if (!principal) {

@@ -27,6 +27,9 @@ function initializes(body: unknown): boolean {
   return messages.some((message) => (message as { method?: unknown } | null)?.method === 'initialize');
 }
 
+/** The request headers an MCP client in a browser sends (Streamable HTTP). */
+const PREFLIGHT_HEADERS = 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id';
+
 const wants = (accept: string, type: string) => accept.includes(type) || accept.includes('*/*');
 
 /**
@@ -67,6 +70,34 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, option
     const origin = request.headers.origin;
     if (origin === undefined || anyOrigin || allowedOrigins.includes(origin)) return;
     return refuse(reply, 403, `Origin ${origin} may not call /mcp: add it to MCP_ALLOWED_ORIGINS to allow it`);
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    // An allowed page's browser reads the answer, its session id and its challenge only with these (refusals too).
+    const origin = request.headers.origin;
+    if (origin !== undefined && (anyOrigin || allowedOrigins.includes(origin))) {
+      reply.header('access-control-allow-origin', origin).header('vary', 'origin');
+      reply.header('access-control-expose-headers', 'mcp-session-id, www-authenticate');
+    }
+    // RFC 6750's challenge, which the MCP authorization specification asks of a 401: the key is a bearer token.
+    if (reply.statusCode !== 401) return;
+    const given = request.headers.authorization !== undefined;
+    const error = given ? ', error="invalid_token", error_description="Invalid API key"' : '';
+    reply.header('www-authenticate', `Bearer realm="crewd"${error}`);
+  });
+
+  // A browser's preflight (it carries no key) of a page in MCP_ALLOWED_ORIGINS; the hook above refused the others.
+  app.route({
+    method: 'OPTIONS',
+    url: '/mcp',
+    schema: { hide: true },
+    handler: async (_request, reply) =>
+      reply
+        .status(204)
+        .header('access-control-allow-methods', 'POST, GET, DELETE')
+        .header('access-control-allow-headers', PREFLIGHT_HEADERS)
+        .header('access-control-max-age', '600')
+        .send(),
   });
 
   // Out of the OpenAPI document (and the typed client): JSON-RPC messages, described by the MCP specification.

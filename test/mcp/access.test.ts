@@ -59,12 +59,62 @@ describe('/mcp: keys, organizations, Origin and the transport', () => {
     expect(wrong.status).toBe(401);
   });
 
+  it('answers a 401 with a Bearer challenge in WWW-Authenticate, as the MCP authorization specification asks', async () => {
+    const missing = await post(listTools, {}, null);
+    expect(missing.headers.get('www-authenticate')).toBe('Bearer realm="crewd"');
+    const wrong = await post(listTools, {}, 'not-a-key-of-this-service');
+    expect(wrong.headers.get('www-authenticate')).toBe(
+      'Bearer realm="crewd", error="invalid_token", error_description="Invalid API key"',
+    );
+  });
+
   it('refuses an Origin not in MCP_ALLOWED_ORIGINS with 403, and answers an allowed one', async () => {
     const refused = await post(listTools, { origin: 'https://evil.example.net' });
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ error: { message: expect.stringContaining('MCP_ALLOWED_ORIGINS') } });
     const allowed = await post(listTools, { origin: ALLOWED });
     expect(allowed.status).toBe(200);
+  });
+
+  it('answers the CORS preflight of an allowed Origin, and lets its page read the session id', async () => {
+    // What a browser sends before an MCP client's POST with a key: no Authorization of its own.
+    const preflight = (origin: string) =>
+      fetch(new URL('/mcp', ctx.baseUrl), {
+        method: 'OPTIONS',
+        headers: {
+          origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization,content-type,mcp-protocol-version,mcp-session-id',
+        },
+      });
+    const asked = await preflight(ALLOWED);
+    expect(asked.status).toBe(204);
+    expect(asked.headers.get('access-control-allow-origin')).toBe(ALLOWED);
+    expect(asked.headers.get('access-control-allow-methods')).toContain('POST');
+    for (const header of ['authorization', 'content-type', 'mcp-protocol-version', 'mcp-session-id']) {
+      expect(asked.headers.get('access-control-allow-headers')).toContain(header);
+    }
+    expect((await preflight('https://evil.example.net')).status).toBe(403);
+
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: LATEST_PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'page', version: '1' },
+      },
+    };
+    const initialized = await post(initialize, { origin: ALLOWED });
+    expect(initialized.status).toBe(200);
+    expect(initialized.headers.get('access-control-allow-origin')).toBe(ALLOWED);
+    expect(initialized.headers.get('access-control-expose-headers')).toContain('mcp-session-id');
+    const unauthorized = await post(listTools, { origin: ALLOWED }, null);
+    expect(unauthorized.headers.get('access-control-allow-origin')).toBe(ALLOWED);
+    expect(unauthorized.headers.get('access-control-expose-headers')).toContain('www-authenticate');
+    const other = await post(listTools);
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   it('answers JSON, or SSE for tools/call when Accept lists text/event-stream', async () => {
