@@ -4,7 +4,7 @@ import type { LangGraphDeps } from './deps.js';
 import { unprocessable } from './errors.js';
 import { type RunCreateBody, runCreateBody } from './runs-schemas.js';
 import { createLangGraphRuns, STREAM_REQUEST_KEY, type StateUpdate } from './runs-service.js';
-import type { ThreadRow } from './threads-repo.js';
+import { restoreAfterRefusedUpdate, type ThreadRow } from './threads-repo.js';
 
 /** The graph-run errors LangGraph raises for a bad update (an unknown `as_node`, an ambiguous update, a bad value). */
 const UPDATE_ERRORS = /^(InvalidUpdateError|ValueError|KeyError|TypeError)\b/;
@@ -48,6 +48,7 @@ export function createStateUpdates(deps: Pick<LangGraphDeps, 'db' | 'services'>)
     const end = await runs.untilEnd(principal, run.run_id);
     const status = end?.status ?? (await runs.get(principal.orgId, thread.id, run.run_id)).status;
     if (status !== 'succeeded' && status !== 'success') {
+      await restoreAfterRefusedUpdate(db, thread, run.run_id);
       const message = end?.error ?? `the state update's run ${run.run_id} ended ${status}`;
       // LangGraph's refusal of the update is the client's error, as the official server answers it.
       if (UPDATE_ERRORS.test(message)) throw badRequest(message.replace(/^\w+: /, ''));

@@ -211,3 +211,21 @@ export async function copyThread(db: Db, orgId: string, from: ThreadRow, toId: s
     from thread_checkpoints where thread_id = ${from.id}`.execute(db);
   return copy;
 }
+
+/**
+ * Gives a thread back the status and interrupts it had before a state update whose run failed (LangGraph refused the
+ * update): that run's end made it `error` without its interrupts, where the official server leaves a thread as it was.
+ * Only while nothing else took the thread since: no run holds it and the failed update is its newest run.
+ */
+export async function restoreAfterRefusedUpdate(db: Db, before: ThreadRow, updateRunId: string): Promise<void> {
+  const newestRun = sql<string>`(select r.id from runs r where r.thread_id = ${before.id}
+    order by r.created_at desc, r.id desc limit 1)`;
+  await db
+    .updateTable('threads')
+    .set({ status: before.status, interrupts: JSON.stringify(before.interrupts ?? []) })
+    .where('id', '=', before.id)
+    .where('active_run_id', 'is', null)
+    .where('status', '=', 'error')
+    .where(newestRun, '=', updateRunId)
+    .execute();
+}

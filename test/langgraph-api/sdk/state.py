@@ -117,6 +117,14 @@ async def async_part(client) -> dict:
     await client.threads.update_state(thread, {"question": "Async?"})
     state = await client.threads.get_state(thread)
     assert state["values"]["question"] == "Async?" and state["next"] == ["approval"]
+    # A refused update leaves the thread as it was: still interrupted, its interrupt still to be resumed.
+    try:
+        await client.threads.update_state(thread, {"answers": 1}, as_node="nope")
+    except httpx.HTTPStatusError as error:
+        assert status_of(error) == 400, error.response.text
+    else:
+        raise AssertionError("an unknown as_node was taken")
+    assert (await client.threads.get(thread))["status"] == "interrupted"
     # The interrupt is asked again and answered: the graph runs on from the updated state.
     values = await client.runs.wait(
         thread, "agent", command={"resume": {"approved": True}}
