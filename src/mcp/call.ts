@@ -6,6 +6,7 @@ import type { RunService } from '../runs/service.js';
 import type { RunStreams } from '../streams/streams.js';
 import type { ThreadService } from '../threads/service.js';
 import { followRun, type RunEvent } from './follow.js';
+import { argumentsProblem } from './input-check.js';
 import type { DeploymentTool } from './tools.js';
 
 export interface CallDeps {
@@ -103,6 +104,8 @@ async function readEnd(deps: CallDeps, orgId: string, runId: string): Promise<Ru
  */
 export async function callTool(deps: CallDeps, call: ToolCall): Promise<CallToolResult> {
   const { principal, tool } = call;
+  const problem = argumentsProblem(tool.tool.name, tool.tool.inputSchema, call.args);
+  if (problem) return errorResult(problem);
   let parsed: ReturnType<typeof runArguments>;
   try {
     parsed = runArguments(call.args);

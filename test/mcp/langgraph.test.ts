@@ -78,6 +78,16 @@ describe.runIf(testPython() !== null)('a LangGraph graph as an MCP tool', () => 
     expect(resumed.structuredContent).toEqual({ question: 'two words', answer: 'two words: yes' });
   });
 
+  it('answers arguments that do not fit the input schema with a tool error the model reads, and starts no run', async () => {
+    const before = (await ctx.call('GET', '/v1/runs')).json();
+    const result = await client.callTool({ name: 'asking_graph', arguments: { question: 42 } });
+    expect(result.isError).toBe(true);
+    const text = (result.content as Array<{ text: string }>)[0]?.text;
+    expect(text).toContain('Input validation error');
+    expect(text).toContain('question');
+    expect((await ctx.call('GET', '/v1/runs')).json()).toEqual(before);
+  });
+
   it('answers a call that outlasts MCP_CALL_WAIT_SECONDS with structured content the output schema takes', {
     timeout: 60_000,
   }, async () => {
