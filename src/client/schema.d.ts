@@ -672,7 +672,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a run (`action=rollback` deletes it too)
-         * @description The run is canceled when this answers, so `wait` changes nothing.
+         * @description The run is canceled when this answers: 202 without a body, or with `wait=true` 200 and `{}`, as the official server answers once the run it canceled is over.
          */
         post: operations["langgraphCancelThreadRun"];
         delete?: never;
@@ -5588,6 +5588,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             /** @description Accepted */
             202: {
                 headers: {

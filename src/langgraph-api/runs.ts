@@ -206,16 +206,18 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
         tags,
         operationId: 'langgraphCancelThreadRun',
         summary: 'Cancel a run (`action=rollback` deletes it too)',
-        description: 'The run is canceled when this answers, so `wait` changes nothing.',
+        description:
+          'The run is canceled when this answers: 202 without a body, or with `wait=true` 200 and `{}`, as the ' +
+          'official server answers once the run it canceled is over.',
         params: threadRunParams,
         querystring: cancelQuery,
-        response: noContent,
+        response: { 200: z.object({}).strict().describe('canceled (wait=true)'), ...noContent },
       },
     },
     async (request, reply) => {
       const { thread_id, run_id } = request.params;
       await runs.cancel(principalOf(request).orgId, thread_id, run_id, request.query.action);
-      return reply.status(202).send(null);
+      return request.query.wait ? reply.status(200).send({}) : reply.status(202).send(null);
     },
   );
 
