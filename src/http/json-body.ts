@@ -30,6 +30,9 @@ function bodyProblem(text: string, value: unknown): string | null {
 const NUL_MESSAGE = 'Body contains the NUL character (\\u0000), which cannot be stored';
 
 /** A body this parser refuses (400 in /v1; the LangGraph API answers it 422, as CONTRACTS §14 says of a bad body). */
+/** The refusal of a body of another content type (src/mcp/routes.ts answers it 415). */
+export const NOT_JSON_TYPE = 'Content-Type must be application/json';
+
 export class UnreadableBody extends AppError {
   constructor(message: string) {
     super(400, 'bad_request', message);
@@ -69,7 +72,7 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       seen = true;
     });
     payload.on('end', () => {
-      if (seen) done(new UnreadableBody('Content-Type must be application/json'), undefined);
+      if (seen) done(new UnreadableBody(NOT_JSON_TYPE), undefined);
       else done(null, undefined);
     });
     payload.on('error', (error) => done(error, undefined));

@@ -4,6 +4,7 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/plugin.js';
+import { NOT_JSON_TYPE, UnreadableBody } from '../http/json-body.js';
 import { CallsInFlight } from './calls-in-flight.js';
 import { createMcpServer, type McpDeps } from './server.js';
 
@@ -12,13 +13,22 @@ export interface McpRouteOptions extends Omit<McpDeps, 'calls'> {
   allowedOrigins: readonly string[];
 }
 
+/** JSON-RPC's code for a body that is not JSON; the transport's other refusals are -32000. */
+const PARSE_ERROR = -32700;
+
 /** A JSON-RPC error without id, as the transport answers what it refuses. */
-function refuse(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}) {
+function refuse(
+  reply: FastifyReply,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+  code = -32000,
+) {
   return reply
     .status(status)
     .headers(headers)
     .type('application/json')
-    .send(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+    .send(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
 /** Whether the POSTed message is an initialize request (answered with a new Mcp-Session-Id). */
@@ -98,6 +108,13 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, option
         .header('access-control-allow-headers', PREFLIGHT_HEADERS)
         .header('access-control-max-age', '600')
         .send(),
+  });
+
+  // A body crewd's parser refuses is answered as JSON-RPC, as the SDK's transport answers it; the rest as elsewhere.
+  app.setErrorHandler((error, _request, reply) => {
+    if (!(error instanceof UnreadableBody)) throw error;
+    if (error.message === NOT_JSON_TYPE) return refuse(reply, 415, `Unsupported Media Type: ${NOT_JSON_TYPE}`);
+    return refuse(reply, 400, `Parse error: ${error.message}`, {}, PARSE_ERROR);
   });
 
   // Out of the OpenAPI document (and the typed client): JSON-RPC messages, described by the MCP specification.

@@ -117,6 +117,28 @@ describe('/mcp: keys, organizations, Origin and the transport', () => {
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 
+  it('answers a body that is not JSON as the SDK’s transport does: a JSON-RPC parse error, 415 for another type', async () => {
+    const raw = (body: string, contentType: string) =>
+      fetch(new URL('/mcp', ctx.baseUrl), {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${ctx.adminKey}`,
+          'content-type': contentType,
+          accept: 'application/json, text/event-stream',
+        },
+        body,
+      });
+    const broken = await raw('{"jsonrpc": "2.0", "id": 1, "method": "tools/li', 'application/json');
+    expect(broken.status).toBe(400);
+    expect(await broken.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+    const text = await raw(JSON.stringify(listTools), 'text/plain');
+    expect(text.status).toBe(415);
+    expect(await text.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000 } });
+    // Elsewhere, crewd's own error body stays.
+    const v1 = await ctx.call('POST', '/v1/deployments', { headers: { 'content-type': 'text/plain' } });
+    expect(v1.json()).toMatchObject({ error: { code: 'bad_request' } });
+  });
+
   it('answers JSON, or SSE for tools/call when Accept lists text/event-stream', async () => {
     const list = await post(listTools);
     expect(list.headers.get('content-type')).toContain('application/json');
