@@ -75,7 +75,8 @@ const STILL_RUNNING: JsonSchema = {
 function outputSchema(recorded: JsonSchema | null): (JsonSchema & { type: 'object' }) | undefined {
   const output = objectSchema(recorded?.output);
   if (!output) return undefined;
-  const { $defs, ...declared } = output;
+  // Its `required` goes: a run's output holds only the state fields some node set, and clients check it.
+  const { $defs, required: _required, ...declared } = output;
   return { type: 'object', ...($defs ? { $defs } : {}), anyOf: [declared, INTERRUPTED, STILL_RUNNING] };
 }
 

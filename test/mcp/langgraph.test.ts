@@ -33,6 +33,32 @@ builder.add_edge("ask", END)
 graph = builder.compile()
 `;
 
+/**
+ * A graph whose state (a total TypedDict, which pydantic reads on any Python) has a field no node sets: the output
+ * schema LangGraph gives requires it.
+ */
+const UNSET_FIELD_GRAPH = `
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+
+class Report(TypedDict):
+    topic: str
+    summary: str
+    reviewer: str
+
+
+def summarize(state: Report):
+    return {"summary": f"about {state['topic']}"}
+
+
+builder = StateGraph(Report)
+builder.add_node("summarize", summarize)
+builder.add_edge(START, "summarize")
+builder.add_edge("summarize", END)
+graph = builder.compile()
+`;
+
 explainWithoutPython('a LangGraph graph as an MCP tool');
 
 describe.runIf(testPython() !== null)('a LangGraph graph as an MCP tool', () => {
@@ -42,6 +68,7 @@ describe.runIf(testPython() !== null)('a LangGraph graph as an MCP tool', () => 
   beforeAll(async () => {
     ctx = await createRunContext({ ...testVenvSettings(), MCP_CALL_WAIT_SECONDS: '6' });
     await deployGraphBundle(ctx, 'asking graph', GRAPH);
+    await deployGraphBundle(ctx, 'report graph', UNSET_FIELD_GRAPH);
     client = await mcpClient(ctx);
   }, 180_000);
 
@@ -76,6 +103,12 @@ describe.runIf(testPython() !== null)('a LangGraph graph as an MCP tool', () => 
     const resumed = await client.callTool({ name: 'asking_graph', arguments: { thread_id: threadId, resume: 'yes' } });
     expect(resumed.isError, JSON.stringify(resumed.content)).toBeFalsy();
     expect(resumed.structuredContent).toEqual({ question: 'two words', answer: 'two words: yes' });
+  });
+
+  it('answers the output of a graph that leaves a state field unset: the official client takes it', async () => {
+    const result = await client.callTool({ name: 'report_graph', arguments: { topic: 'otters' } });
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    expect(result.structuredContent).toEqual({ topic: 'otters', summary: 'about otters' });
   });
 
   it('answers arguments that do not fit the input schema with a tool error the model reads, and starts no run', async () => {
