@@ -15,12 +15,16 @@ export interface DeploymentTool {
   };
 }
 
-/** The MCP tool name rule (2025-11-25): 1 to 128 of A-Z a-z 0-9 _ - . */
-const MAX_NAME = 128;
+/**
+ * Tool names as hosts take them: 1 to 64 of A-Z a-z 0-9 _ -. The 2025-11-25 rule also allows `.` and up to 128, but
+ * Claude Desktop and claude.ai withhold every tool of a server when one name is outside this, and OpenAI's API
+ * refuses it.
+ */
+const MAX_NAME = 64;
 
 /** A deployment's name made a valid tool name: other characters become `_`. */
 export function toolName(name: string): string {
-  const valid = name.replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, '');
+  const valid = name.replace(/[^A-Za-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '');
   return (valid === '' ? 'deployment' : valid).slice(0, MAX_NAME);
 }
 

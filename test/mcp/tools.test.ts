@@ -105,6 +105,24 @@ describe('/mcp: deployments as tools', () => {
     expect(empty.statusCode).toBe(400);
   });
 
+  it('names tools as Claude’s and OpenAI’s hosts take them: letters, digits, _ and -, at most 64', async () => {
+    // Claude Desktop withholds every tool of a server when one name does not match; OpenAI's API refuses the request.
+    const hostPattern = /^[a-zA-Z0-9_-]{1,64}$/;
+    const dotted = await deployNamed(ctx, 'summarize.v2', crew('trivial.mjs'));
+    await deployNamed(ctx, 'summarize v2', crew('trivial.mjs'));
+    await deployNamed(ctx, `long ${'x'.repeat(95)}`, crew('trivial.mjs'));
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    for (const name of names) expect(name).toMatch(hostPattern);
+    expect(new Set(names).size).toBe(names.length);
+    expect(names).toContain('summarize_v2');
+    expect(names).toContain(`long_${'x'.repeat(59)}`);
+    const result = await client.callTool({ name: 'summarize_v2', arguments: { n: 2 } });
+    expect(result._meta?.['crewd/run_id']).toBeDefined();
+    const run = await ctx.call('GET', `/v1/runs/${result._meta?.['crewd/run_id'] as string}`);
+    expect(run.json().deployment_id).toBe(dotted);
+  });
+
   it('refuses an unknown tool, and a tool switched off', async () => {
     await expect(client.callTool({ name: 'hidden', arguments: {} })).rejects.toThrow('Unknown tool: hidden');
   });
