@@ -102,6 +102,9 @@ export function createHousekeeping(options: {
     options.signals.emit('instanceStarted', { instanceId: lease.id });
     queue.open();
     every(options.tickMs, tick, true);
+    // New runs queue behind those an earlier life left pending until the queue's first look has answered: the
+    // service starts once it has (a few statements), so a run posted at once does not wait behind an empty queue.
+    await queue.settled();
   }
 
   return {

@@ -78,3 +78,37 @@ describe.runIf(usingPostgres())('a run admitted while the queue looks for pendin
     expect(await waitForRun(ctx, run.run_id)).toMatchObject({ status: 'succeeded' });
   });
 });
+
+describe.runIf(usingPostgres())("the service's start and the queue's first look", () => {
+  const gate = lookGate();
+  let database: TestDatabase;
+  let ctx: RunContext | undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    gate.release();
+    await ctx?.close();
+  });
+
+  it('starts once the first look answered, so that a run posted at once is not queued behind nothing', async () => {
+    const firstLookHeld = gate.holdNextLook();
+    const gated = { ...database, handle: { ...database.handle, db: database.handle.db.withPlugin(gate.plugin) } };
+    const starting = createRunContext({}, undefined, gated);
+    await firstLookHeld;
+    // Until the look answers, runs an earlier life left pending may exist and a new run would queue behind them.
+    const early = await Promise.race([
+      starting.then(() => 'started'),
+      new Promise((resolve) => setTimeout(() => resolve('waiting for the look'), 1_000)),
+    ]);
+    expect(early).toBe('waiting for the look');
+    gate.release();
+    ctx = await starting;
+
+    const trivial = (await deploy(ctx, crew('trivial.mjs'))).deploymentId;
+    const run = await startRun(ctx, trivial, { n: 1 });
+    expect(run.status).toBe('running');
+    expect(await waitForRun(ctx, run.run_id)).toMatchObject({ status: 'succeeded' });
+  });
+});
