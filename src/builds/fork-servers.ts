@@ -8,8 +8,8 @@ import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js'
 import { LineSplitter } from '../execution/line-splitter.js';
 import { ServerStart } from '../execution/server-start.js';
 import { type VersionServerSetting, versionServerCommand } from '../execution/worker-command.js';
-import { createEnvironmentServers, type EnvironmentPlace } from './environment-servers.js';
 import { type SecretMask, secretMasker } from '../secret-mask.js';
+import { createEnvironmentServers, type EnvironmentPlace } from './environment-servers.js';
 
 /** Where and how a version's runs start: its built files as cwd, its env, what it may read. */
 export interface ServerPlace {

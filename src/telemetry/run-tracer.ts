@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { type Attributes, context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { secretMasker } from '../secret-mask.js';
 import type { TracingSettings } from '../config.js';
 import type { LaunchSpec } from '../run-record/types.js';
+import { secretMasker } from '../secret-mask.js';
 import { planSpans, usageAttributes } from './run-spans.js';
 import type { RunTrace, RunTracer, TracedEnd } from './tracer-types.js';
 

@@ -73,7 +73,7 @@ describe("a run's store calls", () => {
     calls.take({ id: 'unknown', op: 'search', namespace_prefix: ['scores'], filter: { score: { $in: [2] } } });
     await until(() => lines.length === 4);
     const byId = Object.fromEntries(lines.map((line) => [line.answer.id, line.answer]));
-    expect((byId.over?.result as { key: string }[]).map((item) => item.key)).toEqual(['high']);
+    expect(((byId.over?.result ?? []) as { key: string }[]).map((item) => item.key)).toEqual(['high']);
     expect(byId.unknown?.error).toMatch(/^store call refused: filter: score: unknown operator \$in/);
   });
 
