@@ -9,6 +9,7 @@ import { ThreadOfAnotherDeployment } from '../threads/run-hooks.js';
 import type { LangGraphDeps } from './deps.js';
 import { unprocessable } from './errors.js';
 import type { LangGraphRun, RunCreateBody } from './runs-schemas.js';
+import { STREAM_REQUEST_KEY } from './state-update-runs.js';
 import { errorOf } from './stream-framing.js';
 import { createLangGraphThreads } from './threads.js';
 import * as threadsRepo from './threads-repo.js';
@@ -23,9 +24,6 @@ import {
   runStatusOf,
   statelessThreadId,
 } from './translate.js';
-
-/** Where a run's stream request rides in its input, for the runner (runners/python/crewd_runner/stream_modes.py). */
-export const STREAM_REQUEST_KEY = '__langgraph__';
 
 /** What a run of this API was asked beside its input: kept with the run, read by the runner and by `kwargs`. */
 export interface StreamRequest {

@@ -1,11 +1,10 @@
 import { type RawBuilder, sql } from 'kysely';
 
 /**
- * The key of a run's input under which the LangGraph API keeps what the client asked (runs-service.ts
- * STREAM_REQUEST_KEY; test/webhooks/state-update.test.ts holds them equal), where a state update's run has its
- * `update_state`.
+ * Where a run's stream request rides in its input (what the client asked of the LangGraph API, kept with the run),
+ * for the runner (runners/python/crewd_runner/stream_modes.py); a state update's run has its `update_state` there.
  */
-const REQUEST_KEY = '__langgraph__';
+export const STREAM_REQUEST_KEY = '__langgraph__';
 
 /**
  * Whether the run `runId` names was made for `POST /threads/{id}/state` (state-update.ts), as SQL: crewd's own run
@@ -14,5 +13,5 @@ const REQUEST_KEY = '__langgraph__';
  */
 export function isStateUpdateRun(runId: RawBuilder<unknown>): RawBuilder<boolean> {
   return sql<boolean>`exists (select 1 from runs as su where su.id = ${runId}
-    and jsonb_typeof(su.input -> ${REQUEST_KEY} -> 'update_state') = 'object')`;
+    and jsonb_typeof(su.input -> ${STREAM_REQUEST_KEY} -> 'update_state') = 'object')`;
 }

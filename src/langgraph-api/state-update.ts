@@ -3,7 +3,8 @@ import { AppError, badRequest } from '../errors.js';
 import type { LangGraphDeps } from './deps.js';
 import { unprocessable } from './errors.js';
 import { type RunCreateBody, runCreateBody } from './runs-schemas.js';
-import { createLangGraphRuns, STREAM_REQUEST_KEY, type StateUpdate } from './runs-service.js';
+import { createLangGraphRuns, type StateUpdate } from './runs-service.js';
+import { STREAM_REQUEST_KEY } from './state-update-runs.js';
 import { restoreAfterRefusedUpdate, type ThreadRow } from './threads-repo.js';
 
 /** The graph-run errors LangGraph raises for a bad update (an unknown `as_node`, an ambiguous update, a bad value). */

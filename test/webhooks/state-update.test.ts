@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STREAM_REQUEST_KEY } from '../../src/langgraph-api/runs-service.js';
+import { STREAM_REQUEST_KEY } from '../../src/langgraph-api/state-update-runs.js';
 import { EXAMPLES, explainWithoutPython, OFFLINE_ENV, testPython, testVenvSettings } from '../python/helpers.js';
 import { createRunContext, deploy, type RunContext, waitForRun } from '../runs/helpers.js';
 import { type Receiver, startReceiver, until } from './helpers.js';
