@@ -8,6 +8,7 @@ import type { LaunchedProcess, ProcessLauncher } from '../execution/launcher.js'
 import { ServerStart } from '../execution/server-start.js';
 import { SANDBOX_HOME, SANDBOX_TMP } from '../sandbox/home.js';
 import { secretMasker } from '../secret-mask.js';
+import { untilSocketFile } from './socket-file.js';
 
 /** A version's environment as its environment server is started with: never a deployment's variables. */
 export interface EnvironmentPlace {
@@ -27,12 +28,11 @@ export interface EnvironmentRun {
 
 interface VersionServer {
   key: string;
+  /** Its `start` says once it listens: a listening server whose socket went has ended (idle, or crashed). */
   address: ForkServerAddress & { start: ServerStart };
   /** Its built files in the portal (hard links), and its socket's folder. */
   files: string;
   sockets: string;
-  /** Once it said it listens; a listening server whose socket went has ended (idle, or crashed). */
-  listening: boolean;
 }
 
 interface EnvironmentServer {
@@ -164,10 +164,8 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
     env: Record<string, string>,
     entry: string[],
   ): Promise<void> {
-    while (!existsSync(server.address.path)) {
-      if (server.ended || stopping || server.versions.get(versionId) !== version) return version.address.start.gone();
-      await new Promise((resolve) => setTimeout(resolve, LISTEN_POLL_MS));
-    }
+    const stillWanted = () => !server.ended && !stopping && server.versions.get(versionId) === version;
+    if (!(await untilSocketFile(server.address.path, stillWanted, LISTEN_POLL_MS))) return version.address.start.gone();
     const answer = await new Promise<string>((resolve) => {
       const socket = net.createConnection(server.address.path);
       let received = '';
@@ -186,7 +184,6 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
       socket.end(`${JSON.stringify(request)}\n${JSON.stringify(own)}\n`);
     });
     if (answer === '{"listening": true}\n') {
-      version.listening = true;
       version.address.start.listening();
       return;
     }
@@ -234,7 +231,7 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
       if (!server || server.ended) server = start(key, kind, environment, within);
       const versionKey = hashOf([entry, place]);
       let version = server.versions.get(versionId);
-      const gone = version?.listening === true && !existsSync(version.address.path);
+      const gone = version?.address.start.listens === true && !existsSync(version.address.path);
       if (version && (version.key !== versionKey || gone)) {
         retire(server, versionId);
         version = undefined;
@@ -249,7 +246,7 @@ export function createEnvironmentServers(options: EnvironmentServersOptions) {
           ...{ path: path.join(sockets, 's'), secret: randomBytes(32).toString('hex') },
           start: new ServerStart(),
         };
-        version = { key: versionKey, address, files, sockets, listening: false };
+        version = { key: versionKey, address, files, sockets };
         server.versions.set(versionId, version);
         served.set(versionId, server);
         for (const secret of place.secrets) server.secrets.add(secret);

@@ -10,6 +10,7 @@ import { ServerStart } from '../execution/server-start.js';
 import { type VersionServerSetting, versionServerCommand } from '../execution/worker-command.js';
 import { type SecretMask, secretMasker } from '../secret-mask.js';
 import { createEnvironmentServers, type EnvironmentPlace } from './environment-servers.js';
+import { untilSocketFile } from './socket-file.js';
 
 /** Where and how a version's runs start: its built files as cwd, its env, what it may read. */
 export interface ServerPlace {
@@ -152,11 +153,9 @@ export function createForkServers(options: ForkServersOptions) {
       exited = true;
     });
     const { start } = server.address;
-    while (start.starting && !exited) {
-      if (existsSync(server.address.path)) return start.listening();
-      await new Promise((resolve) => setTimeout(resolve, LISTEN_POLL_MS));
-    }
-    start.gone();
+    const stillStarting = () => start.starting && !exited;
+    if (await untilSocketFile(server.address.path, stillStarting, LISTEN_POLL_MS)) start.listening();
+    else start.gone();
   }
 
   async function followOutput(versionId: string, server: ForkServer, launched: LaunchedProcess, mask: SecretMask) {

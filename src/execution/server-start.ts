@@ -23,6 +23,11 @@ export class ServerStart {
     return this.state === 'starting';
   }
 
+  /** Whether the server said it listens (it may have ended since). */
+  get listens(): boolean {
+    return this.state === 'listening';
+  }
+
   /** The server listens: every waiting run asks it. */
   listening(): void {
     this.settle('listening');
