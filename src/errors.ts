@@ -22,6 +22,10 @@ export class AppError extends Error {
   }
 }
 
+/** Whether `error` is an AppError answered with `status` (a caller that treats one refusal as no failure). */
+export const hasStatus = (error: unknown, status: number): boolean =>
+  error instanceof AppError && error.statusCode === status;
+
 export const badRequest = (message: string) => new AppError(400, 'bad_request', message);
 export const notFound = (message: string) => new AppError(404, 'not_found', message);
 export const conflict = (message: string) => new AppError(409, 'conflict', message);

@@ -29,10 +29,10 @@ function bodyProblem(text: string, value: unknown): string | null {
 
 const NUL_MESSAGE = 'Body contains the NUL character (\\u0000), which cannot be stored';
 
-/** A body this parser refuses (400 in /v1; the LangGraph API answers it 422, as CONTRACTS §14 says of a bad body). */
 /** The refusal of a body of another content type (src/mcp/routes.ts answers it 415). */
 export const NOT_JSON_TYPE = 'Content-Type must be application/json';
 
+/** A body this parser refuses (400 in /v1; the LangGraph API answers it 422, as CONTRACTS §14 says of a bad body). */
 export class UnreadableBody extends AppError {
   constructor(message: string) {
     super(400, 'bad_request', message);

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { principalOf } from '../auth/plugin.js';
+import { hasStatus } from '../errors.js';
 import { resumePoint, serveStream } from '../streams/serve-stream.js';
 import type { LangGraphDeps } from './deps.js';
 import {
@@ -374,7 +375,7 @@ export const runRoutes: FastifyPluginAsyncZod<LangGraphDeps> = async (app, deps)
       for (const id of ids) {
         await runs.cancelGoing(orgId, thread_id ?? null, id, request.query.action).catch((error: unknown) => {
           // A run over meanwhile is no reason to leave the others going.
-          if (!(error instanceof Error && 'statusCode' in error && error.statusCode === 409)) throw error;
+          if (!hasStatus(error, 409)) throw error;
         });
       }
       return reply.status(204).send(null);

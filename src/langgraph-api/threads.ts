@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { ThreadInterrupt } from '../db/columns.js';
 import type { Database } from '../db/types.js';
-import { AppError, conflict, notFound } from '../errors.js';
+import { conflict, hasStatus, notFound } from '../errors.js';
 import { toIso } from '../http/pagination.js';
 import type { ThreadService } from '../threads/service.js';
 import { unprocessable } from './errors.js';
@@ -13,8 +13,6 @@ const threadNotFound = (id: string) => notFound(`Thread ${id} not found`);
 
 /** Runs a delete cancels before giving up: the running one, and those a queue starts after it. */
 const MAX_DELETE_ATTEMPTS = 10;
-
-const isConflict = (error: unknown) => error instanceof AppError && error.statusCode === 409;
 
 /** The id an interrupt's task goes by: the interrupt's own, else one per thread and checkpoint. */
 const taskIdOf = (threadId: string, checkpointId: string | null) => `${checkpointId ?? threadId}:task`;
@@ -129,10 +127,10 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
         return await threads.remove(orgId, id);
       } catch (error) {
         const running = await repo.activeRunId(db, orgId, id);
-        if (!isConflict(error) || !running || attempt === MAX_DELETE_ATTEMPTS) throw error;
+        if (!hasStatus(error, 409) || !running || attempt === MAX_DELETE_ATTEMPTS) throw error;
         // A run that ended since is no longer in the way: its cancel's 400 is nothing to answer.
         await cancel(running).catch((failure: unknown) => {
-          if (!(failure instanceof AppError && failure.statusCode === 400)) throw failure;
+          if (!hasStatus(failure, 400)) throw failure;
         });
       }
     }
@@ -195,7 +193,7 @@ export function createLangGraphThreads(db: Kysely<Database>, threads: ThreadServ
         for (const row of rows) {
           await remove(orgId, row.id, cancel).catch((error: unknown) => {
             // Deleted meanwhile by someone else: one fewer to delete.
-            if (!(error instanceof AppError && error.statusCode === 404)) throw error;
+            if (!hasStatus(error, 404)) throw error;
           });
         }
         if (rows.length < 100) return;
